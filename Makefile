@@ -1,0 +1,33 @@
+# hindsight: `make run` serves the embedded gateway, `make test` runs the suite. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format bench bench-quick clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/hindsight serve --print-token
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check gateway tenancy memory ops tests
+	$(BIN)/ruff format --check gateway tenancy memory ops tests
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix gateway tenancy memory ops tests
+	$(BIN)/ruff format gateway tenancy memory ops tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,102 @@
+"""`create_app(settings)`: the one app factory. Routes, auth middleware and the lifespan that owns the runtime.
+
+`/mcp` (and `/mcp/`, no redirect) is the stateless streamable-HTTP MCP endpoint behind bearer auth; `/livez` and
+`/readyz` are the probes. The lifespan opens the stores, runs the MCP session manager and closes everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+
+from gateway.http import McpAuthGate, livez, readyz_endpoint
+from gateway.mcp_server import build_mcp_server
+from gateway.runtime import open_runtime
+from gateway.tool_support import RuntimeHolder
+from memory.clock import Clock
+from ops.config import Settings
+from tenancy import ClaimNames, JwtSettings, JwtVerifier, load_or_create_dev_secret
+
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def jwt_settings(settings: Settings) -> JwtSettings:
+    """The verifier's settings; without a configured secret the dev secret in the data dir is used (and made)."""
+    secret = (
+        settings.jwt_secret.get_secret_value()
+        if settings.jwt_secret is not None
+        else load_or_create_dev_secret(settings.data_dir)
+    )
+    return JwtSettings(
+        secret=secret,
+        algorithms=tuple(settings.jwt_algorithms),
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        leeway_seconds=settings.jwt_leeway_seconds,
+        claim_names=ClaimNames(
+            tenant=settings.jwt_tenant_claim,
+            namespaces=settings.jwt_namespaces_claim,
+            scope=settings.jwt_scope_claim,
+        ),
+        max_token_bytes=settings.jwt_max_token_bytes,
+    )
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    if settings.allowed_hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=settings.allowed_hosts)
+    if settings.host in ("127.0.0.1", "localhost", "::1"):
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=LOOPBACK_HOSTS, allowed_origins=LOOPBACK_ORIGINS
+        )
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def create_app(settings: Settings, *, clock: Clock | None = None) -> Starlette:
+    holder = RuntimeHolder()
+    verifier = JwtVerifier(jwt_settings(settings))
+    mcp = build_mcp_server(holder)
+    mcp.streamable_http_app(
+        streamable_http_path="/",
+        stateless_http=True,
+        json_response=True,
+        transport_security=transport_security(settings),
+        max_request_body_size=settings.max_request_bytes,
+    )
+    mcp_endpoint = McpAuthGate(StreamableHTTPASGIApp(mcp.session_manager))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with open_runtime(settings, clock) as runtime, mcp.session_manager.run():
+            holder.set(runtime)
+            app.state.runtime = runtime
+            try:
+                yield
+            finally:
+                holder.set(None)
+
+    app = Starlette(
+        routes=[
+            Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
+            Route("/mcp/", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
+            Route("/livez", livez, methods=["GET"]),
+            Route("/readyz", readyz_endpoint(holder), methods=["GET"]),
+        ],
+        middleware=[
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
+            Middleware(AuthContextMiddleware),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    return app

@@ -1,0 +1,139 @@
+"""The `hindsight` command: `serve` runs the gateway with uvicorn, `token` mints a token for the same settings.
+
+Both read `Settings()` from the environment, so a token minted with `hindsight token` is accepted by a server
+started with the same environment (the embedded default shares the dev secret in the data directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from ops.config import Settings
+from tenancy import mint_token
+
+DEV_TENANT = "dev"
+DEV_SUBJECT = "dev-agent"
+DEV_NAMESPACES = ["user:dev", "shared:dev-team"]
+
+
+def _csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _secret(settings: Settings) -> str:
+    from gateway.app import jwt_settings
+
+    return jwt_settings(settings).secret
+
+
+def mint_from_args(settings: Settings, args: argparse.Namespace) -> str:
+    return mint_token(
+        _secret(settings),
+        tenant=args.tenant,
+        subject=args.sub,
+        read=_csv(args.read),
+        write=_csv(args.write),
+        admin=args.admin,
+        ttl_seconds=args.ttl,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+    )
+
+
+def client_snippets(url: str, token: str) -> str:
+    cursor = {"mcpServers": {"hindsight": {"url": url, "headers": {"Authorization": f"Bearer {token}"}}}}
+    return "\n".join(
+        [
+            "Claude Code:",
+            f'  claude mcp add --transport http hindsight {url} --header "Authorization: Bearer {token}"',
+            "",
+            "Cursor (~/.cursor/mcp.json):",
+            "  " + json.dumps(cursor),
+            "",
+            "Python (mcp SDK):",
+            "  import httpx2",
+            "  from mcp import Client",
+            "  from mcp.client.streamable_http import streamable_http_client",
+            f'  http = httpx2.AsyncClient(headers={{"Authorization": "Bearer {token}"}})',
+            f'  async with Client(streamable_http_client("{url}", http_client=http)) as client:',
+            '      print(await client.call_tool("whoami", {}))',
+        ]
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gateway.app import create_app
+
+    settings = Settings()
+    if args.host:
+        settings.host = args.host
+    if args.port:
+        settings.port = args.port
+    if args.print_token:
+        token = mint_token(
+            _secret(settings),
+            tenant=DEV_TENANT,
+            subject=DEV_SUBJECT,
+            read=DEV_NAMESPACES,
+            write=DEV_NAMESPACES,
+            ttl_seconds=30 * 24 * 3600,
+            issuer=settings.jwt_issuer,
+            audience=settings.jwt_audience,
+        )
+        print(f"\nhindsight: MCP endpoint {settings.mcp_url}")
+        print(f"dev token (tenant {DEV_TENANT}, namespaces {', '.join(DEV_NAMESPACES)}, 30 days):\n\n  {token}\n")
+        print(client_snippets(settings.mcp_url, token) + "\n", flush=True)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        proxy_headers=True,
+    )
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    settings = Settings()
+    try:
+        print(mint_from_args(settings, args))
+    except ValueError as exc:
+        print(f"hindsight token: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hindsight", description="Multi-tenant memory gateway for LLM agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gateway (settings from HINDSIGHT_* variables)")
+    serve.add_argument("--host", help="bind address (default HINDSIGHT_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default HINDSIGHT_PORT or 8080)")
+    serve.add_argument("--print-token", action="store_true", help="print a dev token and client snippets first")
+    serve.set_defaults(func=cmd_serve)
+
+    token = sub.add_parser("token", help="mint a token signed with the configured key")
+    token.add_argument("--tenant", required=True)
+    token.add_argument("--sub", required=True, help="subject: the agent's id")
+    token.add_argument("--read", default="", help="comma-separated readable namespaces")
+    token.add_argument("--write", default="", help="comma-separated writable namespaces")
+    token.add_argument("--admin", action="store_true", help="grant memory:admin (every namespace of the tenant)")
+    token.add_argument("--ttl", type=int, default=86_400, help="lifetime in seconds (default 86400)")
+    token.set_defaults(func=cmd_token)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

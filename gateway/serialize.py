@@ -1,0 +1,59 @@
+"""How memories and sessions look on the wire: JSON-ready dicts for the tools' structured results."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from memory.models import Memory, RecallHit, WorkingMemory
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
+def memory_json(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "namespace": memory.namespace,
+        "kind": memory.kind.value,
+        "content": memory.content,
+        "importance": memory.importance,
+        "tags": memory.tags,
+        "metadata": memory.metadata,
+        "session_id": memory.session_id,
+        "created_at": iso(memory.created_at),
+        "updated_at": iso(memory.updated_at),
+        "last_accessed_at": iso(memory.last_accessed_at),
+        "access_count": memory.access_count,
+        "expires_at": iso(memory.expires_at),
+        "deleted_at": iso(memory.deleted_at),
+        "origin_id": memory.origin_id,
+        "supersedes": memory.supersedes,
+        "superseded_by": memory.superseded_by,
+        "source": {"subject": memory.source.subject, "request_id": memory.source.request_id},
+    }
+
+
+def hit_json(hit: RecallHit, explain: bool) -> dict[str, Any]:
+    body = memory_json(hit.memory)
+    body["score"] = round(hit.scores.score, 6)
+    if explain:
+        parts = hit.scores
+        body["scores"] = {
+            "similarity": round(parts.similarity, 6),
+            "recency": round(parts.recency, 6),
+            "importance": round(parts.importance, 6),
+            "access_frequency": round(parts.access_frequency, 6),
+        }
+    return body
+
+
+def session_json(session: WorkingMemory) -> dict[str, Any]:
+    return {
+        "session_id": session.session_id,
+        "namespace": session.namespace,
+        "state": session.state,
+        "turns": [{"role": t.role, "content": t.content, "occurred_at": iso(t.occurred_at)} for t in session.turns],
+        "expires_at": iso(session.expires_at),
+    }

@@ -1,0 +1,72 @@
+"""What every MCP tool shares: who is calling, with which scope, and one error boundary.
+
+`ToolRunner.run(tool, needed_scope, operation)` resolves the verified principal of the current request,
+checks the OAuth scope the tool needs, builds the `NamespaceScope` (through `tenancy/`), runs the operation,
+and turns its dict into a structured result or any failure into a tool error with a stable code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp_types import CallToolResult, TextContent
+
+from gateway.errors import ToolFailure, failure_from_exception
+from gateway.runtime import Runtime
+from memory.errors import BackendUnavailable
+from memory.scope import NamespaceScope
+from tenancy import AuthenticationFailed, Principal, principal_from_access_token, scope_for
+
+Operation = Callable[[Runtime, Principal, NamespaceScope], Awaitable[dict[str, Any]]]
+
+
+class RuntimeHolder:
+    """Gives tools the runtime of the running app; empty outside the lifespan."""
+
+    def __init__(self) -> None:
+        self._runtime: Runtime | None = None
+
+    def set(self, runtime: Runtime | None) -> None:
+        self._runtime = runtime
+
+    def get(self) -> Runtime:
+        if self._runtime is None:
+            raise BackendUnavailable("the gateway is starting or stopping")
+        return self._runtime
+
+
+def ok_result(body: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+        structured_content=body,
+    )
+
+
+def current_principal() -> Principal:
+    token = get_access_token()
+    if token is None:
+        raise AuthenticationFailed("no verified bearer token on this request")
+    return principal_from_access_token(token)
+
+
+class ToolRunner:
+    def __init__(self, holder: RuntimeHolder) -> None:
+        self.holder = holder
+
+    async def run(self, tool: str, needed_scope: str, operation: Operation) -> CallToolResult:
+        try:
+            principal = current_principal()
+            principal.require_scope(needed_scope)
+            runtime = self.holder.get()
+            body = await operation(runtime, principal, scope_for(principal))
+        except Exception as exc:
+            return failure_from_exception(exc, tool).to_result()
+        return ok_result(body)
+
+
+def invalid_arguments(tool: str, problems: list[str]) -> CallToolResult:
+    detail = "; ".join(problems) or "arguments do not match the tool's schema"
+    return ToolFailure("invalid_argument", f"{tool}: invalid arguments: {detail}").to_result()

@@ -1,0 +1,262 @@
+"""The MCP tools of DESIGN §5. Names and arguments are a contract: clients and tests depend on them.
+
+Each tool only translates arguments into an engine request and the engine's answer into JSON; validation,
+scoping and errors live in the engine and in `tool_support`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from gateway.runtime import Runtime
+from gateway.serialize import hit_json, memory_json, session_json
+from gateway.tool_support import ToolRunner
+from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest, WriteRequest
+from memory.scope import NamespaceScope
+from memory.validation import parse_instant
+from tenancy import SCOPE_READ, SCOPE_WRITE, Principal
+
+Kind = Literal["episodic", "semantic"]
+RequestId = Annotated[
+    str | None,
+    Field(description="Client-chosen id for this write (letters, digits, ':_.@-'); recorded as provenance."),
+]
+SessionId = Annotated[str, Field(description="The conversation/session this belongs to (1-128 chars).")]
+Namespace = Annotated[
+    str | None,
+    Field(description="Memory namespace, e.g. 'user:42'. Omit to use the token's default write namespace."),
+]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+
+def register_tools(server: MCPServer, runner: ToolRunner) -> None:
+    @server.tool(annotations=WRITES)
+    async def write_memory(
+        content: Annotated[str, Field(description="The fact, event, decision or preference, as one statement.")],
+        namespace: Namespace = None,
+        kind: Annotated[
+            Kind,
+            Field(description="episodic: something that happened or was said; semantic: a lasting fact or preference."),
+        ] = "episodic",
+        importance: Annotated[float | None, Field(description="0..1; how much this matters later.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Short labels to filter by later.")] = None,
+        ttl_seconds: Annotated[int | None, Field(description="Forget automatically after this many seconds.")] = None,
+        session_id: Annotated[str | None, Field(description="Session the memory came from.")] = None,
+        occurred_at: Annotated[str | None, Field(description="ISO 8601 time it happened (imported history).")] = None,
+        share_to: Annotated[
+            list[str] | None, Field(description="Also write a linked copy to these shared namespaces.")
+        ] = None,
+        metadata: Annotated[dict[str, Any] | None, Field(description="Free-form JSON object stored as is.")] = None,
+        force: Annotated[bool, Field(description="Store even if an identical memory exists.")] = False,
+        request_id: RequestId = None,
+    ) -> CallToolResult:
+        """Save something worth remembering beyond this conversation: a fact about the user, a decision, a
+        preference, an event. Write one self-contained statement per call ("The user's deploy target is AWS
+        eu-west-1"), not a transcript. Identical repeats are skipped. Returns the memory id."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            outcome = await rt.memories.write(
+                scope,
+                WriteRequest(
+                    content=content,
+                    subject=principal.subject,
+                    namespace=namespace,
+                    kind=kind,
+                    importance=importance,
+                    tags=tags,
+                    ttl_seconds=ttl_seconds,
+                    session_id=session_id,
+                    occurred_at=parse_instant(occurred_at, "occurred_at"),
+                    share_to=share_to,
+                    metadata=metadata,
+                    force=force,
+                    request_id=request_id,
+                ),
+            )
+            body: dict[str, Any] = {
+                "status": outcome.status.value,
+                "id": outcome.memory.id,
+                "namespace": outcome.memory.namespace,
+                "superseded": outcome.superseded,
+            }
+            if outcome.reason:
+                body["reason"] = outcome.reason
+            return body
+
+        return await runner.run("write_memory", SCOPE_WRITE, op)
+
+    @server.tool(annotations=READ_ONLY)
+    async def recall_memory(
+        query: Annotated[str, Field(description="What you want to remember, in natural language.")],
+        namespaces: Annotated[
+            list[str] | None,
+            Field(description="Limit to these namespaces; omit for every namespace the token can read."),
+        ] = None,
+        top_k: Annotated[int | None, Field(description="How many memories to return (1-100, default 8).")] = None,
+        kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories with any of these tags.")] = None,
+        session_id: Annotated[str | None, Field(description="Only memories from this session.")] = None,
+        since: Annotated[str | None, Field(description="ISO 8601: only memories created at or after.")] = None,
+        until: Annotated[str | None, Field(description="ISO 8601: only memories created at or before.")] = None,
+        token_budget: Annotated[int | None, Field(description="Return at most about this many tokens.")] = None,
+        explain: Annotated[bool, Field(description="Include the parts of each score.")] = False,
+    ) -> CallToolResult:
+        """Look up what you remember that is relevant to a question or task, before answering. Returns the best
+        matching memories, ranked by relevance, recency, importance and use. Call it whenever earlier
+        conversations, user preferences or past decisions might matter."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            hits = await rt.memories.recall(
+                scope,
+                RecallRequest(
+                    query=query,
+                    namespaces=namespaces,
+                    top_k=top_k,
+                    kinds=kinds,
+                    tags=tags,
+                    session_id=session_id,
+                    since=parse_instant(since, "since"),
+                    until=parse_instant(until, "until"),
+                    token_budget=token_budget,
+                    explain=explain,
+                ),
+            )
+            return {"memories": [hit_json(h, explain) for h in hits]}
+
+        return await runner.run("recall_memory", SCOPE_READ, op)
+
+    @server.tool(annotations=WRITES)
+    async def forget_memory(
+        id: Annotated[str, Field(description="The memory id to forget.")],
+        reason: Annotated[str | None, Field(description="Why (kept for audit).")] = None,
+        request_id: RequestId = None,
+    ) -> CallToolResult:
+        """Forget a memory that is wrong, outdated or that the user asked you to forget. It stops being
+        recalled at once; it can be brought back with restore_memory."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            memory = await rt.memories.forget(scope, id, reason)
+            return {"status": "forgotten", "id": memory.id}
+
+        return await runner.run("forget_memory", SCOPE_WRITE, op)
+
+    @server.tool(annotations=WRITES)
+    async def restore_memory(
+        id: Annotated[str, Field(description="The id of a forgotten memory.")],
+        request_id: RequestId = None,
+    ) -> CallToolResult:
+        """Bring back a memory that was forgotten with forget_memory."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            memory = await rt.memories.restore(scope, id)
+            return {"status": "restored", "id": memory.id}
+
+        return await runner.run("restore_memory", SCOPE_WRITE, op)
+
+    @server.tool(annotations=READ_ONLY)
+    async def list_memories(
+        namespace: Annotated[str | None, Field(description="Only this namespace; omit for all readable.")] = None,
+        kind: Annotated[Kind | None, Field(description="Only this kind.")] = None,
+        include_deleted: Annotated[bool, Field(description="Also list forgotten memories.")] = False,
+        limit: Annotated[int | None, Field(description="Page size (1-200, default 50).")] = None,
+        cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
+    ) -> CallToolResult:
+        """Page through stored memories in the order they were created, e.g. to review or clean up what is
+        remembered. For finding relevant memories use recall_memory instead."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            page = await rt.memories.list(
+                scope,
+                ListRequest(
+                    namespace=namespace, kind=kind, include_deleted=include_deleted, limit=limit, cursor=cursor
+                ),
+            )
+            return {"memories": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}
+
+        return await runner.run("list_memories", SCOPE_READ, op)
+
+    @server.tool(annotations=WRITES)
+    async def record_turn(
+        session_id: SessionId,
+        role: Annotated[Literal["user", "assistant", "system", "tool"], Field(description="Who spoke.")],
+        content: Annotated[str, Field(description="What was said.")],
+        occurred_at: Annotated[str | None, Field(description="ISO 8601 time of the turn.")] = None,
+        namespace: Namespace = None,
+        request_id: RequestId = None,
+    ) -> CallToolResult:
+        """Append a conversation turn to the session's working memory (the last few turns are kept; older
+        turns move into long-term memory automatically)."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            outcome = await rt.sessions.record_turn(
+                scope,
+                TurnRequest(
+                    session_id=session_id,
+                    role=role,
+                    content=content,
+                    subject=principal.subject,
+                    occurred_at=parse_instant(occurred_at, "occurred_at"),
+                    namespace=namespace,
+                    request_id=request_id,
+                ),
+            )
+            return {"turns": len(outcome.session.turns), "extracted": outcome.extracted}
+
+        return await runner.run("record_turn", SCOPE_WRITE, op)
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_working_memory(
+        session_id: SessionId,
+        namespace: Annotated[str | None, Field(description="Namespace of the session; omit for the default.")] = None,
+    ) -> CallToolResult:
+        """Read a session's working memory: its state object and its most recent turns."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            return session_json(await rt.sessions.get(scope, session_id, namespace))
+
+        return await runner.run("get_working_memory", SCOPE_READ, op)
+
+    @server.tool(annotations=WRITES)
+    async def update_working_memory(
+        session_id: SessionId,
+        state: Annotated[dict[str, Any], Field(description="JSON object: the session's task state.")],
+        merge: Annotated[
+            bool, Field(description="Deep-merge into the current state (null deletes a key); false replaces it.")
+        ] = True,
+        ttl_seconds: Annotated[int | None, Field(description="Keep the session this long (default 24 h).")] = None,
+        namespace: Namespace = None,
+        request_id: RequestId = None,
+    ) -> CallToolResult:
+        """Save the current task state for this session (goals, open questions, variables), so it survives
+        between turns. Expires after its TTL."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            session = await rt.sessions.update_state(
+                scope,
+                StateUpdate(
+                    session_id=session_id, state=state, merge=merge, ttl_seconds=ttl_seconds, namespace=namespace
+                ),
+            )
+            return session_json(session)
+
+        return await runner.run("update_working_memory", SCOPE_WRITE, op)
+
+    @server.tool(annotations=READ_ONLY)
+    async def whoami() -> CallToolResult:
+        """Show who this token is and which memory namespaces it may read and write."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            return {
+                "subject": principal.subject,
+                "tenant": principal.tenant,
+                "namespaces": {"read": list(scope.all_readable), "write": list(scope.writable)},
+                "scopes": sorted(principal.scopes),
+            }
+
+        return await runner.run("whoami", SCOPE_READ, op)

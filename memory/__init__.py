@@ -1,0 +1,67 @@
+"""The memory engine: models, write and recall, working memory, embedders and stores.
+
+It knows nothing of HTTP or JWT: every operation takes a `NamespaceScope` built by `tenancy/`.
+"""
+
+from memory.clock import Clock, ManualClock, SystemClock
+from memory.errors import (
+    BackendUnavailable,
+    InvalidArgument,
+    MemoryEngineError,
+    NamespaceForbidden,
+    NotFound,
+    StoreConfigMismatch,
+)
+from memory.models import (
+    Memory,
+    MemoryKind,
+    MemoryPage,
+    RecallHit,
+    ScoreParts,
+    WorkingMemory,
+    WriteOutcome,
+    WriteStatus,
+)
+from memory.ports import Embedder, VectorStore, WorkingMemoryStore
+from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest, WriteRequest
+from memory.scope import NamespaceScope, validate_namespace
+from memory.scoring import ScoringWeights
+from memory.service import MemoryService
+from memory.sessions import SessionService, TurnOutcome
+from memory.validation import EngineLimits, parse_instant
+
+__all__ = [
+    "BackendUnavailable",
+    "Clock",
+    "Embedder",
+    "EngineLimits",
+    "InvalidArgument",
+    "ListRequest",
+    "ManualClock",
+    "Memory",
+    "MemoryEngineError",
+    "MemoryKind",
+    "MemoryPage",
+    "MemoryService",
+    "NamespaceForbidden",
+    "NamespaceScope",
+    "NotFound",
+    "RecallHit",
+    "RecallRequest",
+    "ScoreParts",
+    "ScoringWeights",
+    "SessionService",
+    "StateUpdate",
+    "StoreConfigMismatch",
+    "SystemClock",
+    "TurnOutcome",
+    "TurnRequest",
+    "VectorStore",
+    "WorkingMemory",
+    "WorkingMemoryStore",
+    "WriteOutcome",
+    "WriteRequest",
+    "WriteStatus",
+    "parse_instant",
+    "validate_namespace",
+]

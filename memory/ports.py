@@ -1,0 +1,137 @@
+"""The engine's seams: `VectorStore`, `Embedder` and `WorkingMemoryStore` protocols, one implementation each
+per backend. Every store call takes a `NamespaceScope`; implementations turn it into the tenant and namespace
+filter (vector store) or key prefix (working memory) themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from memory.models import Memory, MemoryKind, Turn, WorkingMemory
+from memory.scope import NamespaceScope
+
+
+@dataclass(frozen=True, slots=True)
+class RecallFilter:
+    """Which memories a search may return, beyond the scope."""
+
+    now: datetime
+    kinds: tuple[MemoryKind, ...] | None = None
+    tags: tuple[str, ...] | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredMemory:
+    memory: Memory
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    namespaces: tuple[str, ...]
+    kind: MemoryKind | None
+    include_deleted: bool
+    limit: int
+    after: str | None
+
+
+class VectorStore(Protocol):
+    """Memories with their dense vectors, always read and written through a scope."""
+
+    async def upsert(self, scope: NamespaceScope, items: Sequence[tuple[Memory, Sequence[float]]]) -> None:
+        """Insert or replace memories with their vectors, all at once. Every memory must be in a writable
+        namespace of the scope's tenant."""
+        ...
+
+    async def update(self, scope: NamespaceScope, memory: Memory) -> None:
+        """Replace the stored fields of an existing memory (its vector is kept)."""
+        ...
+
+    async def get(self, scope: NamespaceScope, memory_id: str) -> Memory | None:
+        """The memory with that id if it lies in a namespace the scope can read, deleted or not."""
+        ...
+
+    async def find_by_hash(self, scope: NamespaceScope, namespace: str, content_hash: str) -> Memory | None:
+        """A live (not deleted, not superseded) memory of that namespace with the same content hash."""
+        ...
+
+    async def search(
+        self,
+        scope: NamespaceScope,
+        namespaces: tuple[str, ...],
+        vector: Sequence[float],
+        limit: int,
+        flt: RecallFilter,
+    ) -> list[ScoredMemory]:
+        """Live memories nearest to `vector` in the given readable namespaces (() = whole tenant, admin only)."""
+        ...
+
+    async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:
+        """A page of memories in id order (ids are time-ordered) and the cursor of the next page."""
+        ...
+
+    async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:
+        """Increment access counts and set `last_accessed_at` of the given memories."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise `BackendUnavailable` if the store cannot serve."""
+        ...
+
+    async def maintain(self) -> None:
+        """Background housekeeping (index building); never called on the request path."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class Embedder(Protocol):
+    """Text to dense vectors. The model id and dimension are recorded with the store."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    async def embed_query(self, text: str) -> list[float]: ...
+
+
+class WorkingMemoryStore(Protocol):
+    """Per-session state and the window of recent turns, with a TTL."""
+
+    async def get(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None: ...
+
+    async def append_turn(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        session_id: str,
+        turn: Turn,
+        window: int,
+        ttl_seconds: int,
+    ) -> tuple[WorkingMemory, list[Turn]]:
+        """Append a turn, keep the last `window` turns, refresh the TTL; return the session and the turns that
+        fell out of the window (oldest first)."""
+        ...
+
+    async def update_state(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        session_id: str,
+        state: dict[str, Any],
+        merge: bool,
+        ttl_seconds: int,
+    ) -> WorkingMemory: ...
+
+    async def ping(self) -> None: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,69 @@
+"""The engine's request objects: what a caller asks for, before validation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    content: str
+    subject: str
+    namespace: str | None = None
+    kind: str = "episodic"
+    importance: float | None = None
+    tags: Sequence[str] | None = None
+    ttl_seconds: int | None = None
+    session_id: str | None = None
+    occurred_at: datetime | None = None
+    share_to: Sequence[str] | None = None
+    metadata: dict[str, Any] | None = None
+    force: bool = False
+    request_id: str | None = None
+    tool: str = "write_memory"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    query: str
+    namespaces: Sequence[str] | None = None
+    top_k: int | None = None
+    kinds: Sequence[str] | None = None
+    tags: Sequence[str] | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    token_budget: int | None = None
+    explain: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ListRequest:
+    namespace: str | None = None
+    kind: str | None = None
+    include_deleted: bool = False
+    limit: int | None = None
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    session_id: str
+    role: str
+    content: str
+    subject: str
+    occurred_at: datetime | None = None
+    namespace: str | None = None
+    request_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateUpdate:
+    session_id: str
+    state: dict[str, Any] = field(default_factory=dict)
+    merge: bool = True
+    ttl_seconds: int | None = None
+    namespace: str | None = None

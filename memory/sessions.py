@@ -1,0 +1,95 @@
+"""`SessionService`: working memory (DESIGN §4): a session's state object and its window of recent turns.
+
+Turns that fall out of the window are extracted into episodic memory through the normal write path, so they
+stay recallable after the session's TTL runs out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.models import Turn, WorkingMemory, WriteStatus
+from memory.ports import WorkingMemoryStore
+from memory.requests import StateUpdate, TurnRequest, WriteRequest
+from memory.scope import NamespaceScope
+from memory.service import MemoryService
+from memory.validation import (
+    check_content,
+    check_json_object,
+    check_positive_seconds,
+    check_request_id,
+    check_role,
+    check_session_id,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    session: WorkingMemory
+    extracted: list[str]
+
+
+class SessionService:
+    def __init__(self, store: WorkingMemoryStore, memories: MemoryService) -> None:
+        self.store = store
+        self.memories = memories
+        self.limits = memories.limits
+
+    def _read_namespace(self, scope: NamespaceScope, namespace: str | None) -> str:
+        if namespace is not None:
+            return scope.read_targets([namespace])[0]
+        return scope.default_write_namespace or scope.read_targets(None)[0]
+
+    async def get(self, scope: NamespaceScope, session_id: str, namespace: str | None = None) -> WorkingMemory:
+        sid = check_session_id(session_id, required=True)
+        assert sid is not None
+        ns = self._read_namespace(scope, namespace)
+        session = await self.store.get(scope, ns, sid)
+        if session is None:  # an unknown or expired session reads as empty, like a fresh one
+            now = self.memories.clock.now()
+            return WorkingMemory(session_id=sid, namespace=ns, state={}, turns=[], expires_at=now)
+        return session
+
+    async def record_turn(self, scope: NamespaceScope, request: TurnRequest) -> TurnOutcome:
+        sid = check_session_id(request.session_id, required=True)
+        assert sid is not None
+        role = check_role(request.role)
+        content = check_content(request.content, self.limits)
+        check_request_id(request.request_id)
+        namespace = scope.write_target(request.namespace)
+        occurred = request.occurred_at or self.memories.clock.now()
+        session, evicted = await self.store.append_turn(
+            scope,
+            namespace,
+            sid,
+            Turn(role=role, content=content, occurred_at=occurred),
+            self.limits.working_window,
+            self.limits.working_ttl_seconds,
+        )
+        extracted: list[str] = []
+        for turn in evicted:
+            outcome = await self.memories.write(
+                scope,
+                WriteRequest(
+                    content=f"{turn.role}: {turn.content}",
+                    subject=request.subject,
+                    namespace=namespace,
+                    session_id=sid,
+                    occurred_at=turn.occurred_at,
+                    request_id=request.request_id,
+                    tool="record_turn",
+                ),
+            )
+            if outcome.status is WriteStatus.CREATED:
+                extracted.append(outcome.memory.id)
+        return TurnOutcome(session, extracted)
+
+    async def update_state(self, scope: NamespaceScope, update: StateUpdate) -> WorkingMemory:
+        sid = check_session_id(update.session_id, required=True)
+        assert sid is not None
+        state = check_json_object(update.state, self.limits.max_state_bytes, "state")
+        ttl = check_positive_seconds(update.ttl_seconds, self.limits, "ttl_seconds")
+        namespace = scope.write_target(update.namespace)
+        return await self.store.update_state(
+            scope, namespace, sid, state, bool(update.merge), ttl or self.limits.working_ttl_seconds
+        )

@@ -1,0 +1,1 @@
+"""Vector stores behind the `VectorStore` protocol."""

@@ -1,0 +1,257 @@
+"""`EdgeVectorStore`: the embedded default, Qdrant's in-process Rust engine (`qdrant-edge-py`) on local disk.
+
+One shard per data directory, guarded by a lock file (the engine allows one process per directory). The model id
+and vector size are recorded beside the shard; opening it with another embedder is refused. Calls run in worker
+threads so the event loop never blocks on the engine; writes are serialised in-process so read-modify-write
+updates (access counts) do not race. `maintain()` builds indexes off the request path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import qdrant_edge as qe
+
+from memory.clock import to_timestamp
+from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
+from memory.models import Memory
+from memory.ports import ListQuery, RecallFilter, ScoredMemory
+from memory.scope import NamespaceScope
+from memory.stores.payload import (
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    STATUS_ACTIVE,
+    TENANT_FIELD,
+    from_payload,
+    to_payload,
+)
+
+DENSE = "dense"
+META_FILE = "store.json"
+T = TypeVar("T")
+
+
+def _match(key: str, value: str) -> qe.FieldCondition:
+    return qe.FieldCondition(key, match=qe.MatchValue(value))
+
+
+def _match_any(key: str, values: Sequence[str]) -> qe.FieldCondition:
+    return qe.FieldCondition(key, match=qe.MatchAny(list(values)))
+
+
+def scope_conditions(scope: NamespaceScope, namespaces: Sequence[str]) -> list[Any]:
+    """The tenant and namespace conditions every query carries. `()` means the whole tenant (admin only)."""
+    conditions: list[Any] = [_match(TENANT_FIELD, scope.tenant)]
+    if namespaces:
+        if not scope.readable_subset(namespaces):
+            raise NamespaceForbidden("namespace outside the caller's grants")
+        conditions.append(_match_any("namespace", namespaces))
+    elif not scope.admin:
+        raise NamespaceForbidden("an unrestricted namespace query needs an admin scope")
+    return conditions
+
+
+def visible_namespaces(scope: NamespaceScope) -> tuple[str, ...]:
+    return () if scope.admin else scope.all_readable
+
+
+class EdgeVectorStore:
+    def __init__(self, shard: Any, lock_fd: int, path: Path) -> None:
+        self._shard = shard
+        self._lock_fd = lock_fd
+        self._path = path
+        self._write_lock = anyio.Lock()
+        self._closed = False
+        self._dirty = False
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path, *, model_id: str, dimension: int) -> EdgeVectorStore:
+        path.mkdir(parents=True, exist_ok=True)
+        lock_fd = os.open(path / "LOCK", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock_fd)
+            raise BackendUnavailable(f"vector store {path} is open in another process") from None
+        try:
+            shard = cls._open_shard(path, model_id, dimension)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        return cls(shard, lock_fd, path)
+
+    @staticmethod
+    def _open_shard(path: Path, model_id: str, dimension: int) -> Any:
+        meta_path = path / META_FILE
+        shard_dir = path / "shard"
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            if meta.get("embedding_model") != model_id or meta.get("dimension") != dimension:
+                raise StoreConfigMismatch(
+                    f"the store at {path} was built with {meta.get('embedding_model')} "
+                    f"({meta.get('dimension')}-d) but the configured embedder is {model_id} ({dimension}-d); "
+                    "use the same model or a new data directory"
+                )
+            return qe.EdgeShard.load(str(shard_dir))
+        config = qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)})
+        shard = qe.EdgeShard.create(str(shard_dir), config)
+        shard.update(qe.UpdateOperation.create_field_index(TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True)))
+        for field in KEYWORD_FIELDS:
+            shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+        for field in FLOAT_FIELDS:
+            shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Float))
+        shard.flush()
+        tmp = meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"embedding_model": model_id, "dimension": dimension, "vector": DENSE}))
+        os.replace(tmp, meta_path)
+        return shard
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        async with self._write_lock:
+            await anyio.to_thread.run_sync(self._shard.flush)
+            await anyio.to_thread.run_sync(self._shard.close)
+        os.close(self._lock_fd)
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        if self._closed:
+            raise BackendUnavailable("vector store is closed")
+        try:
+            return await anyio.to_thread.run_sync(fn)
+        except (BackendUnavailable, NamespaceForbidden):
+            raise
+        except Exception as exc:  # the engine raises plain exceptions for I/O and corruption
+            raise BackendUnavailable(f"vector store error: {type(exc).__name__}") from exc
+
+    # -- writes ----------------------------------------------------------------------------------------------
+    def _check_writable(self, scope: NamespaceScope, memory: Memory) -> None:
+        if memory.tenant != scope.tenant or not scope.can_write(memory.namespace):
+            raise NamespaceForbidden("namespace not writable with this token")
+
+    async def upsert(self, scope: NamespaceScope, items: Sequence[tuple[Memory, Sequence[float]]]) -> None:
+        points = []
+        for memory, vector in items:
+            self._check_writable(scope, memory)
+            points.append(qe.Point(memory.id, {DENSE: list(vector)}, to_payload(memory)))
+        if not points:
+            return
+        async with self._write_lock:
+            await self._run(lambda: self._shard.update(qe.UpdateOperation.upsert_points(points)))
+            self._dirty = True
+
+    async def update(self, scope: NamespaceScope, memory: Memory) -> None:
+        self._check_writable(scope, memory)
+        payload = to_payload(memory)
+        async with self._write_lock:
+            await self._run(lambda: self._shard.update(qe.UpdateOperation.overwrite_payload([memory.id], payload)))
+
+    async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:
+        if not memory_ids:
+            return
+        flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition(set(memory_ids))])
+        async with self._write_lock:
+            records, _ = await self._run(
+                lambda: self._shard.scroll(qe.ScrollRequest(limit=len(memory_ids), filter=flt, with_payload=True))
+            )
+            for record in records:
+                payload = record.payload or {}
+                patch = {
+                    "access_count": int(payload.get("access_count") or 0) + 1,
+                    "last_accessed_at": at.timestamp(),
+                }
+                operation = qe.UpdateOperation.set_payload([record.id], patch)
+                await self._run(partial(self._shard.update, operation))
+
+    # -- reads -----------------------------------------------------------------------------------------------
+    async def get(self, scope: NamespaceScope, memory_id: str) -> Memory | None:
+        flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition({memory_id})])
+        records, _ = await self._run(
+            lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
+        )
+        return from_payload(records[0].id, records[0].payload or {}) if records else None
+
+    async def find_by_hash(self, scope: NamespaceScope, namespace: str, content_hash: str) -> Memory | None:
+        flt = qe.Filter(
+            must=[
+                *scope_conditions(scope, (namespace,)),
+                _match("status", STATUS_ACTIVE),
+                _match("content_hash", content_hash),
+            ]
+        )
+        records, _ = await self._run(
+            lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
+        )
+        return from_payload(records[0].id, records[0].payload or {}) if records else None
+
+    async def search(
+        self,
+        scope: NamespaceScope,
+        namespaces: tuple[str, ...],
+        vector: Sequence[float],
+        limit: int,
+        flt: RecallFilter,
+    ) -> list[ScoredMemory]:
+        must: list[Any] = [*scope_conditions(scope, namespaces), _match("status", STATUS_ACTIVE)]
+        if flt.kinds:
+            must.append(_match_any("kind", [k.value for k in flt.kinds]))
+        if flt.tags:
+            must.append(_match_any("tags", flt.tags))
+        if flt.session_id is not None:
+            must.append(_match("session_id", flt.session_id))
+        if flt.since is not None or flt.until is not None:
+            must.append(
+                qe.FieldCondition(
+                    "created_at",
+                    range=qe.RangeFloat(gte=to_timestamp(flt.since), lte=to_timestamp(flt.until)),
+                )
+            )
+        expired = qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=flt.now.timestamp()))
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(list(vector), using=DENSE),
+            filter=qe.Filter(must=must, must_not=[expired]),
+            with_payload=True,
+        )
+        points = await self._run(lambda: self._shard.query(request))
+        return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in points]
+
+    async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:
+        must: list[Any] = scope_conditions(scope, query.namespaces)
+        if query.kind is not None:
+            must.append(_match("kind", query.kind.value))
+        if not query.include_deleted:
+            must.append(_match("status", STATUS_ACTIVE))
+        request = qe.ScrollRequest(
+            offset=query.after, limit=query.limit, filter=qe.Filter(must=must), with_payload=True
+        )
+        records, next_offset = await self._run(lambda: self._shard.scroll(request))
+        memories = [from_payload(r.id, r.payload or {}) for r in records]
+        return memories, (str(next_offset) if next_offset is not None else None)
+
+    async def count(self, scope: NamespaceScope, namespaces: tuple[str, ...]) -> int:
+        flt = qe.Filter(must=scope_conditions(scope, namespaces))
+        return int(await self._run(lambda: self._shard.count(qe.CountRequest(filter=flt, exact=True))))
+
+    # -- operations ------------------------------------------------------------------------------------------
+    async def ping(self) -> None:
+        await self._run(self._shard.info)
+
+    async def maintain(self) -> None:
+        """Flush and build indexes if anything was written since the last run (blocking work in a thread)."""
+        if not self._dirty or self._closed:
+            return
+        self._dirty = False
+        await self._run(self._shard.flush)
+        await self._run(self._shard.optimize)

@@ -1,0 +1,153 @@
+"""Input checks shared by every engine entry point: limits, and parsers that turn raw values into typed ones.
+
+Each check raises `InvalidArgument` with a message that says what is wrong and what is allowed, before anything
+is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from memory.errors import InvalidArgument
+from memory.models import MemoryKind
+
+SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]{0,127}")
+REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]{0,127}")
+ROLES = ("user", "assistant", "system", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineLimits:
+    max_content_chars: int = 8_000
+    default_top_k: int = 8
+    max_top_k: int = 100
+    max_tags: int = 32
+    max_tag_chars: int = 64
+    max_metadata_bytes: int = 16_384
+    max_state_bytes: int = 65_536
+    default_list_limit: int = 50
+    max_list_limit: int = 200
+    max_namespaces_per_call: int = 256
+    max_ttl_seconds: int = 10 * 365 * 24 * 3600
+    working_window: int = 10
+    working_ttl_seconds: int = 24 * 3600
+
+
+def check_content(content: object, limits: EngineLimits, *, field: str = "content") -> str:
+    if not isinstance(content, str):
+        raise InvalidArgument(f"{field} must be a string")
+    stripped = content.strip()
+    if not stripped:
+        raise InvalidArgument(f"{field} must not be empty")
+    if len(content) > limits.max_content_chars:
+        raise InvalidArgument(f"{field} is {len(content)} characters; the limit is {limits.max_content_chars}")
+    return stripped
+
+
+def check_kind(kind: object) -> MemoryKind:
+    try:
+        return MemoryKind(str(kind))
+    except ValueError:
+        allowed = ", ".join(k.value for k in MemoryKind)
+        raise InvalidArgument(f"kind must be one of: {allowed}") from None
+
+
+def check_importance(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidArgument("importance must be a number from 0 to 1")
+    return float(value)
+
+
+def check_tags(tags: Sequence[str] | None, limits: EngineLimits) -> list[str]:
+    if tags is None:
+        return []
+    if len(tags) > limits.max_tags:
+        raise InvalidArgument(f"at most {limits.max_tags} tags are allowed")
+    clean: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str) or not tag.strip() or len(tag) > limits.max_tag_chars:
+            raise InvalidArgument(f"each tag must be a non-empty string of at most {limits.max_tag_chars} chars")
+        clean.append(tag.strip())
+    return list(dict.fromkeys(clean))
+
+
+def check_json_object(value: dict[str, Any] | None, max_bytes: int, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"{field} must be a JSON object")
+    try:
+        size = len(json.dumps(value, ensure_ascii=False).encode())
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{field} must be JSON-serialisable") from None
+    if size > max_bytes:
+        raise InvalidArgument(f"{field} is {size} bytes as JSON; the limit is {max_bytes}")
+    return value
+
+
+def check_positive_seconds(value: int | None, limits: EngineLimits, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limits.max_ttl_seconds:
+        raise InvalidArgument(f"{field} must be a whole number of seconds from 1 to {limits.max_ttl_seconds}")
+    return value
+
+
+def check_top_k(value: int | None, limits: EngineLimits) -> int:
+    if value is None:
+        return limits.default_top_k
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limits.max_top_k:
+        raise InvalidArgument(f"top_k must be from 1 to {limits.max_top_k}")
+    return value
+
+
+def check_limit(value: int | None, limits: EngineLimits) -> int:
+    if value is None:
+        return limits.default_list_limit
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limits.max_list_limit:
+        raise InvalidArgument(f"limit must be from 1 to {limits.max_list_limit}")
+    return value
+
+
+def check_session_id(value: object, *, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise InvalidArgument("session_id is required")
+        return None
+    if not isinstance(value, str) or not SESSION_ID_PATTERN.fullmatch(value):
+        raise InvalidArgument("session_id must be 1-128 characters of letters, digits and ':_.@-'")
+    return value
+
+
+def check_request_id(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not REQUEST_ID_PATTERN.fullmatch(value):
+        raise InvalidArgument("request_id must be 1-128 characters of letters, digits and ':_.@-'")
+    return value
+
+
+def check_role(value: object) -> str:
+    if value not in ROLES:
+        raise InvalidArgument(f"role must be one of: {', '.join(ROLES)}")
+    return str(value)
+
+
+def parse_instant(value: object, field: str) -> datetime | None:
+    """Parse an ISO 8601 timestamp; a value without a zone is taken as UTC."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{field} must be an ISO 8601 timestamp string")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidArgument(f"{field} is not an ISO 8601 timestamp: use e.g. 2026-05-01T09:30:00Z") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -1,0 +1,1 @@
+"""Working memory stores: per-session state and recent turns with a TTL."""

@@ -1,0 +1,85 @@
+"""`Settings`: the gateway's whole configuration, read from `HINDSIGHT_*` environment variables (and `.env`).
+
+Nothing here runs at import time: `Settings()` reads the environment when it is called.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HINDSIGHT_", env_file=".env", extra="ignore")
+
+    # serving
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=1, le=65535)
+    public_url: str | None = Field(None, description="External base URL, used in client snippets and auth metadata.")
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host headers accepted on /mcp (DNS-rebinding protection). Empty: localhost only when bound "
+        "to a loopback address, any host otherwise.",
+    )
+    data_dir: Path = Path("./data")
+
+    # backends
+    vector_backend: Literal["edge"] = "edge"
+    embedder: Literal["wordllama"] = "wordllama"
+    redis_url: str | None = None
+    qdrant_url: str | None = None
+    maintenance_interval_seconds: float = Field(30.0, gt=0)
+
+    # auth
+    jwt_secret: SecretStr | None = None
+    jwt_algorithms: list[str] = Field(default_factory=lambda: ["HS256"])
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = "hindsight"
+    jwt_leeway_seconds: int = Field(30, ge=0, le=600)
+    jwt_tenant_claim: str = "tenant"
+    jwt_namespaces_claim: str = "namespaces"
+    jwt_scope_claim: str = "scope"
+    jwt_max_token_bytes: int = Field(8192, ge=256)
+
+    # limits
+    max_content_chars: int = Field(8000, ge=1)
+    default_top_k: int = Field(8, ge=1)
+    max_top_k: int = Field(100, ge=1)
+    max_request_bytes: int = Field(1_048_576, ge=1024)
+    working_memory_turns: int = Field(10, ge=1, le=1000)
+    working_memory_ttl_seconds: int = Field(86_400, ge=1)
+
+    # recall scoring (DESIGN §4 defaults)
+    weight_similarity: float = Field(0.5, ge=0)
+    weight_recency: float = Field(0.2, ge=0)
+    weight_importance: float = Field(0.2, ge=0)
+    weight_access_frequency: float = Field(0.1, ge=0)
+    recency_decay_per_hour: float = Field(0.01, ge=0)
+
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("jwt_algorithms")
+    @classmethod
+    def _no_none_algorithm(cls, value: list[str]) -> list[str]:
+        if not value or any(alg.lower() == "none" for alg in value):
+            raise ValueError("jwt_algorithms must list real algorithms; 'none' is never accepted")
+        return value
+
+    @property
+    def mcp_url(self) -> str:
+        base = self.public_url or f"http://{_url_host(self.host)}:{self.port}"
+        return base.rstrip("/") + "/mcp"
+
+    @property
+    def embedded(self) -> bool:
+        """True when no external server is configured: everything lives in this process and `data_dir`."""
+        return self.redis_url is None and self.qdrant_url is None
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host

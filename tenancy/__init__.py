@@ -1,0 +1,38 @@
+"""Tenancy: verified JWT bearer tokens → `Principal` → `NamespaceScope` (DESIGN §3).
+
+This package owns authentication (JWT verification, dev secret, token minting), the OAuth scopes
+(`memory:read`, `memory:write`, `memory:admin`) and the single construction point of `NamespaceScope`.
+"""
+
+from tenancy.claims import ClaimNames, parse_scope_claim, principal_from_payload
+from tenancy.errors import AuthenticationFailed, ScopeForbidden, TenancyError
+from tenancy.jwt_verifier import (
+    PRINCIPAL_CLAIM,
+    JwtSettings,
+    JwtVerifier,
+    principal_from_access_token,
+)
+from tenancy.keys import load_or_create_dev_secret
+from tenancy.minting import mint_token
+from tenancy.principal import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal
+from tenancy.scopes import scope_for
+
+__all__ = [
+    "PRINCIPAL_CLAIM",
+    "SCOPE_ADMIN",
+    "SCOPE_READ",
+    "SCOPE_WRITE",
+    "AuthenticationFailed",
+    "ClaimNames",
+    "JwtSettings",
+    "JwtVerifier",
+    "Principal",
+    "ScopeForbidden",
+    "TenancyError",
+    "load_or_create_dev_secret",
+    "mint_token",
+    "parse_scope_claim",
+    "principal_from_access_token",
+    "principal_from_payload",
+    "scope_for",
+]

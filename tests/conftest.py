@@ -1,0 +1,113 @@
+"""Fixtures shared by the suite: settings on a temp data dir, a controllable clock, token minting, the real
+ASGI app with its lifespan running, and real MCP clients (over the ASGI transport or a real port)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
+from starlette.applications import Starlette
+
+from gateway.app import create_app
+from memory.clock import ManualClock
+from ops.config import Settings
+from tenancy import mint_token
+
+SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
+BASE_URL = "http://127.0.0.1:8080"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def make_settings(data_dir: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {"data_dir": data_dir, "jwt_secret": SECRET, "maintenance_interval_seconds": 3600}
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path / "data")
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(datetime.now(UTC))
+
+
+Mint = Callable[..., str]
+
+
+@pytest.fixture
+def mint() -> Mint:
+    def _mint(
+        tenant: str = "acme",
+        sub: str = "agent-1",
+        read: list[str] | None = None,
+        write: list[str] | None = None,
+        **kwargs: Any,
+    ) -> str:
+        return mint_token(
+            SECRET,
+            tenant=tenant,
+            subject=sub,
+            read=read if read is not None else ["user:1"],
+            write=write if write is not None else ["user:1"],
+            **kwargs,
+        )
+
+    return _mint
+
+
+@asynccontextmanager
+async def running(app: Starlette) -> AsyncIterator[Starlette]:
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+@pytest.fixture
+async def app(settings: Settings, clock: ManualClock) -> AsyncIterator[Starlette]:
+    async with running(create_app(settings, clock=clock)) as started:
+        yield started
+
+
+@pytest.fixture
+async def http(app: Starlette) -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE_URL) as client:
+        yield client
+
+
+@asynccontextmanager
+async def mcp_session(app: Starlette, token: str) -> AsyncIterator[Client]:
+    http_client = httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app), base_url=BASE_URL, headers={"Authorization": f"Bearer {token}"}
+    )
+    async with http_client, Client(streamable_http_client(f"{BASE_URL}/mcp", http_client=http_client)) as client:
+        yield client
+
+
+def data(result: CallToolResult) -> dict[str, Any]:
+    """The structured result of a successful call (fails the test on a tool error)."""
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+    return result.structured_content
+
+
+def error_code(result: CallToolResult) -> str:
+    assert result.is_error, result.structured_content
+    assert result.structured_content is not None
+    code: str = result.structured_content["error"]["code"]
+    return code

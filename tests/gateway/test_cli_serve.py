@@ -1,0 +1,141 @@
+"""End to end as a newcomer runs it: `hindsight serve --print-token` in a subprocess on a free port, then a real
+MCP client over TCP with the printed token calls every tool; `hindsight token` mints tokens the server accepts."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import data
+
+pytestmark = pytest.mark.anyio
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_live(url: str, process: subprocess.Popen[str], deadline_s: float = 60.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited early with {process.returncode}")
+        try:
+            if httpx2.get(url, timeout=1.0).status_code == 200:
+                return
+        except httpx2.HTTPError:
+            pass
+        time.sleep(0.05)  # readiness polling of a child process, not a timing assumption
+    raise AssertionError("server did not become live")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env |= {"HINDSIGHT_DATA_DIR": str(tmp_path / "data"), "HINDSIGHT_PORT": str(port)}
+    log = (tmp_path / "server.log").open("w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "serve", "--print-token"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        wait_until_live(f"http://127.0.0.1:{port}/livez", process)
+        log.seek(0)
+        output = log.read()
+        token = re.search(r"dev token .*?\n\n  (\S+)\n", output, re.S)
+        assert token, output
+        yield {"url": f"http://127.0.0.1:{port}/mcp", "token": token.group(1), "env": env, "output": output}
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+async def test_the_printed_dev_token_can_call_every_tool_over_tcp(server: dict[str, Any]) -> None:
+    assert "claude mcp add --transport http hindsight" in server["output"]
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {server['token']}"})
+    async with http, Client(streamable_http_client(server["url"], http_client=http)) as client:
+        me = data(await client.call_tool("whoami", {}))
+        written = data(await client.call_tool("write_memory", {"content": "The user's favourite editor is Helix"}))
+        recalled = data(await client.call_tool("recall_memory", {"query": "which editor", "explain": True}))
+        listed = data(await client.call_tool("list_memories", {}))
+        data(await client.call_tool("forget_memory", {"id": written["id"]}))
+        data(await client.call_tool("restore_memory", {"id": written["id"]}))
+        turn = data(await client.call_tool("record_turn", {"session_id": "s1", "role": "user", "content": "hello"}))
+        state = data(await client.call_tool("update_working_memory", {"session_id": "s1", "state": {"k": 1}}))
+        session = data(await client.call_tool("get_working_memory", {"session_id": "s1"}))
+    assert me["tenant"] == "dev"
+    assert recalled["memories"][0]["id"] == written["id"]
+    assert "scores" in recalled["memories"][0]
+    assert [m["id"] for m in listed["memories"]] == [written["id"]]
+    assert turn["turns"] == 1
+    assert state["state"] == {"k": 1}
+    assert session["turns"][0]["content"] == "hello"
+
+
+async def test_a_token_from_hindsight_token_is_accepted_by_the_server(server: dict[str, Any]) -> None:
+    minted = subprocess.run(  # noqa: ASYNC221 - a short CLI run before any I/O of the test starts
+        [
+            sys.executable,
+            "-m",
+            "gateway.cli",
+            "token",
+            "--tenant",
+            "acme",
+            "--sub",
+            "ops-bot",
+            "--read",
+            "team:ops,user:9",
+            "--write",
+            "team:ops",
+            "--ttl",
+            "600",
+        ],
+        env=server["env"] | {"HINDSIGHT_DATA_DIR": server["env"]["HINDSIGHT_DATA_DIR"]},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(server["env"]["HINDSIGHT_DATA_DIR"]).parent,
+    ).stdout.strip()
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {minted}"})
+    async with http, Client(streamable_http_client(server["url"], http_client=http)) as client:
+        me = data(await client.call_tool("whoami", {}))
+    assert me == {
+        "subject": "ops-bot",
+        "tenant": "acme",
+        "namespaces": {"read": ["team:ops", "user:9"], "write": ["team:ops"]},
+        "scopes": ["memory:read", "memory:write"],
+    }
+
+
+def test_hindsight_token_rejects_a_malformed_namespace(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env["HINDSIGHT_DATA_DIR"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "token", "--tenant", "acme", "--sub", "x", "--read", "Bad NS"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert "namespace" in result.stderr

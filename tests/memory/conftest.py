@@ -1,0 +1,117 @@
+"""Fixtures for the engine tests: the real WordLlama embedder (once per session), a real qdrant-edge store on a
+temp directory, a `ManualClock`, and helpers that build scopes (through `tenancy.scope_for`) and memories."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory.clock import ManualClock
+from memory.embedders import WordLlamaEmbedder
+from memory.ids import content_hash, new_memory_id
+from memory.models import Memory, MemoryKind, Source
+from memory.ports import ListQuery
+from memory.scope import NamespaceScope
+from memory.service import MemoryService
+from memory.stores.edge import EdgeVectorStore
+from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for
+
+START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def scope(
+    tenant: str, read: Sequence[str] = (), write: Sequence[str] = (), admin: bool = False
+) -> NamespaceScope:
+    """The scope a verified token with these grants gets (built the only allowed way: `scope_for`)."""
+    scopes = {SCOPE_READ}
+    if write:
+        scopes.add(SCOPE_WRITE)
+    if admin:
+        scopes.add(SCOPE_ADMIN)
+    principal = Principal(
+        subject=f"{tenant}-agent",
+        tenant=tenant,
+        read_namespaces=tuple(read),
+        write_namespaces=tuple(write),
+        scopes=frozenset(scopes),
+    )
+    return scope_for(principal)
+
+
+def make_memory(
+    content: str,
+    *,
+    tenant: str = "acme",
+    namespace: str = "user:1",
+    at: datetime = START,
+    **overrides: Any,
+) -> Memory:
+    """A fresh, live memory created at `at` (its id carries that time, so id order is creation order)."""
+    values: dict[str, Any] = {
+        "id": new_memory_id(int(at.timestamp() * 1000)),
+        "tenant": tenant,
+        "namespace": namespace,
+        "kind": MemoryKind.EPISODIC,
+        "content": content,
+        "importance": 0.5,
+        "created_at": at,
+        "updated_at": at,
+        "last_accessed_at": None,
+        "access_count": 0,
+        "expires_at": None,
+        "deleted_at": None,
+        "supersedes": [],
+        "superseded_by": None,
+        "origin_id": None,
+        "session_id": None,
+        "source": Source(subject="agent-1"),
+        "tags": [],
+        "metadata": {},
+        "embedding_model": "wordllama-l2-supercat-256",
+        "content_hash": content_hash(content),
+    }
+    values.update(overrides)
+    return Memory(**values)
+
+
+async def everything(store: EdgeVectorStore, tenant: str = "acme") -> list[Memory]:
+    """Every memory of a tenant, deleted ones included (read through an admin scope)."""
+    admin = scope(tenant, admin=True)
+    found: list[Memory] = []
+    after: str | None = None
+    while True:
+        page, after = await store.list(admin, ListQuery((), None, True, 200, after))
+        found.extend(page)
+        if after is None:
+            return found
+
+
+@pytest.fixture(scope="session")
+def embedder() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+async def store(store_dir: Path, embedder: WordLlamaEmbedder) -> AsyncIterator[EdgeVectorStore]:
+    opened = EdgeVectorStore.open(store_dir, model_id=embedder.model_id, dimension=embedder.dimension)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def service(store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock) -> MemoryService:
+    return MemoryService(store, embedder, clock)
