@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from gateway.admin_cli import add_admin_commands
 from ops.config import Settings
 from tenancy import mint_token
 
@@ -126,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--admin", action="store_true", help="grant memory:admin (every namespace of the tenant)")
     token.add_argument("--ttl", type=int, default=86_400, help="lifetime in seconds (default 86400)")
     token.set_defaults(func=cmd_token)
+
+    add_admin_commands(sub)
     return parser
 
 

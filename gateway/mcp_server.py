@@ -9,6 +9,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
+from gateway.admin_tools import register_admin_tools
 from gateway.tool_support import RuntimeHolder, ToolRunner, invalid_arguments
 from gateway.tools import register_tools
 
@@ -37,5 +38,7 @@ class GatewayMCPServer(MCPServer):
 
 def build_mcp_server(holder: RuntimeHolder) -> GatewayMCPServer:
     server = GatewayMCPServer(name="hindsight", instructions=INSTRUCTIONS, version="0.1.0")
-    register_tools(server, ToolRunner(holder))
+    runner = ToolRunner(holder)
+    register_tools(server, runner)
+    register_admin_tools(server, runner)
     return server

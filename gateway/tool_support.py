@@ -14,6 +14,7 @@ from typing import Any
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp_types import CallToolResult, TextContent
 
+from gateway.audit import audit_event, emit
 from gateway.errors import ToolFailure, failure_from_exception
 from gateway.runtime import Runtime
 from memory.errors import BackendUnavailable
@@ -56,15 +57,48 @@ class ToolRunner:
     def __init__(self, holder: RuntimeHolder) -> None:
         self.holder = holder
 
-    async def run(self, tool: str, needed_scope: str, operation: Operation) -> CallToolResult:
+    async def run(
+        self,
+        tool: str,
+        needed_scope: str,
+        operation: Operation,
+        *,
+        audit: dict[str, Any] | None = None,
+    ) -> CallToolResult:
+        """Run one tool call. Pass `audit` (the call's arguments) for mutating tools to emit an audit event."""
+        principal: Principal | None = None
         try:
             principal = current_principal()
             principal.require_scope(needed_scope)
             runtime = self.holder.get()
             body = await operation(runtime, principal, scope_for(principal))
         except Exception as exc:
-            return failure_from_exception(exc, tool).to_result()
+            failure = failure_from_exception(exc, tool)
+            self._audit(tool, principal, audit, failure.code, None)
+            return failure.to_result()
+        self._audit(tool, principal, audit, str(body.get("status", "ok")), body)
         return ok_result(body)
+
+    @staticmethod
+    def _audit(
+        tool: str,
+        principal: Principal | None,
+        arguments: dict[str, Any] | None,
+        outcome: str,
+        body: dict[str, Any] | None,
+    ) -> None:
+        if arguments is None:
+            return
+        emit(
+            audit_event(
+                tool=tool,
+                tenant=principal.tenant if principal else None,
+                subject=principal.subject if principal else None,
+                outcome=outcome,
+                arguments=arguments,
+                body=body,
+            )
+        )
 
 
 def invalid_arguments(tool: str, problems: list[str]) -> CallToolResult:

@@ -89,7 +89,9 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
                 body["reason"] = outcome.reason
             return body
 
-        return await runner.run("write_memory", SCOPE_WRITE, op)
+        return await runner.run(
+            "write_memory", SCOPE_WRITE, op, audit={"namespace": namespace, "request_id": request_id}
+        )
 
     @server.tool(annotations=READ_ONLY)
     async def recall_memory(
@@ -142,9 +144,9 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
 
         async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
             memory = await rt.memories.forget(scope, id, reason)
-            return {"status": "forgotten", "id": memory.id}
+            return {"status": "forgotten", "id": memory.id, "namespace": memory.namespace}
 
-        return await runner.run("forget_memory", SCOPE_WRITE, op)
+        return await runner.run("forget_memory", SCOPE_WRITE, op, audit={"id": id, "request_id": request_id})
 
     @server.tool(annotations=WRITES)
     async def restore_memory(
@@ -155,9 +157,9 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
 
         async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
             memory = await rt.memories.restore(scope, id)
-            return {"status": "restored", "id": memory.id}
+            return {"status": "restored", "id": memory.id, "namespace": memory.namespace}
 
-        return await runner.run("restore_memory", SCOPE_WRITE, op)
+        return await runner.run("restore_memory", SCOPE_WRITE, op, audit={"id": id, "request_id": request_id})
 
     @server.tool(annotations=READ_ONLY)
     async def list_memories(
@@ -208,7 +210,9 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             )
             return {"turns": len(outcome.session.turns), "extracted": outcome.extracted}
 
-        return await runner.run("record_turn", SCOPE_WRITE, op)
+        return await runner.run(
+            "record_turn", SCOPE_WRITE, op, audit={"namespace": namespace, "request_id": request_id}
+        )
 
     @server.tool(annotations=READ_ONLY)
     async def get_working_memory(
@@ -245,7 +249,9 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             )
             return session_json(session)
 
-        return await runner.run("update_working_memory", SCOPE_WRITE, op)
+        return await runner.run(
+            "update_working_memory", SCOPE_WRITE, op, audit={"namespace": namespace, "request_id": request_id}
+        )
 
     @server.tool(annotations=READ_ONLY)
     async def whoami() -> CallToolResult:

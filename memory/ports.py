@@ -4,6 +4,7 @@ filter (vector store) or key prefix (working memory) themselves."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,8 +57,11 @@ class VectorStore(Protocol):
         """The memory with that id if it lies in a namespace the scope can read, deleted or not."""
         ...
 
-    async def find_by_hash(self, scope: NamespaceScope, namespace: str, content_hash: str) -> Memory | None:
-        """A live (not deleted, not superseded) memory of that namespace with the same content hash."""
+    async def find_by_hash(
+        self, scope: NamespaceScope, namespace: str, content_hash: str, *, live_only: bool = True
+    ) -> Memory | None:
+        """A memory of that namespace with the same content hash: live ones only (not deleted, not superseded)
+        unless `live_only` is False."""
         ...
 
     async def search(
@@ -73,6 +77,14 @@ class VectorStore(Protocol):
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:
         """A page of memories in id order (ids are time-ordered) and the cursor of the next page."""
+        ...
+
+    async def copies_of(self, scope: NamespaceScope, origin_id: str) -> builtins.list[Memory]:
+        """The linked copies (`origin_id` = the given id) in namespaces the scope can write, deleted or not."""
+        ...
+
+    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
+        """Hard-delete every memory of one namespace (admin scopes only); returns how many were removed."""
         ...
 
     async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:

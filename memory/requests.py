@@ -24,6 +24,7 @@ class WriteRequest:
     force: bool = False
     request_id: str | None = None
     tool: str = "write_memory"
+    skip_deleted_repeats: bool = False  # imports: a repeat of a forgotten memory is skipped, not re-created
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from memory.ids import content_hash, new_memory_id, parse_memory_id
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, Source, WriteOutcome, WriteStatus
 from memory.ports import Embedder, ListQuery, RecallFilter, VectorStore
 from memory.requests import ListRequest, RecallRequest, WriteRequest
-from memory.scope import NamespaceScope
+from memory.scope import NamespaceScope, validate_namespace
 from memory.scoring import ScoringWeights, estimate_tokens, score
 from memory.validation import (
     EngineLimits,
@@ -94,7 +94,9 @@ class MemoryService:
 
         digest = content_hash(content)
         if not request.force:
-            existing = await self.store.find_by_hash(scope, namespace, digest)
+            existing = await self.store.find_by_hash(
+                scope, namespace, digest, live_only=not request.skip_deleted_repeats
+            )
             if existing is not None:
                 return WriteOutcome(WriteStatus.SKIPPED, existing, reason="duplicate of an existing memory")
 
@@ -216,23 +218,40 @@ class MemoryService:
             raise NamespaceForbidden("this token may read but not change memories in that namespace")
         return memory
 
+    async def _with_copies(self, scope: NamespaceScope, memory: Memory) -> list[Memory]:
+        """An origin and its linked copies in writable namespaces (a copy alone when a copy is named)."""
+        if memory.origin_id is not None:
+            return [memory]
+        return [memory, *await self.store.copies_of(scope, memory.id)]
+
     async def forget(self, scope: NamespaceScope, memory_id: str, reason: str | None = None) -> Memory:
+        """Soft-delete a memory; forgetting an origin also forgets its shared copies."""
         if reason is not None and (not isinstance(reason, str) or len(reason) > 500):
             raise InvalidArgument("reason must be a string of at most 500 characters")
         memory = await self._get_writable(scope, memory_id)
-        if memory.deleted_at is None:
-            memory.deleted_at = self.clock.now()
-            memory.delete_reason = reason
-            await self.store.update(scope, memory)
+        now = self.clock.now()
+        for item in await self._with_copies(scope, memory):
+            if item.deleted_at is None:
+                item.deleted_at = now
+                item.delete_reason = reason
+                await self.store.update(scope, item)
         return memory
 
     async def restore(self, scope: NamespaceScope, memory_id: str) -> Memory:
+        """Undo `forget`, for the memory and (for an origin) its shared copies."""
         memory = await self._get_writable(scope, memory_id)
-        if memory.deleted_at is not None:
-            memory.deleted_at = None
-            memory.delete_reason = None
-            await self.store.update(scope, memory)
+        for item in await self._with_copies(scope, memory):
+            if item.deleted_at is not None:
+                item.deleted_at = None
+                item.delete_reason = None
+                await self.store.update(scope, item)
         return memory
+
+    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
+        """Hard-delete a whole namespace: the only hard delete there is, for admin scopes only."""
+        if not scope.admin:
+            raise NamespaceForbidden("purging a namespace needs the memory:admin scope")
+        return await self.store.purge(scope, validate_namespace(namespace))
 
     async def list(self, scope: NamespaceScope, request: ListRequest) -> MemoryPage:
         namespaces = scope.read_targets(None if request.namespace is None else [request.namespace])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memory.errors import InvalidArgument
 from memory.models import Turn, WorkingMemory, WriteStatus
 from memory.ports import WorkingMemoryStore
 from memory.requests import StateUpdate, TurnRequest, WriteRequest
@@ -38,7 +39,12 @@ class SessionService:
     def _read_namespace(self, scope: NamespaceScope, namespace: str | None) -> str:
         if namespace is not None:
             return scope.read_targets([namespace])[0]
-        return scope.default_write_namespace or scope.read_targets(None)[0]
+        if scope.default_write_namespace is not None:
+            return scope.default_write_namespace
+        targets = scope.read_targets(None)
+        if not targets:  # an admin scope without grants spans the tenant: it must name the namespace
+            raise InvalidArgument("namespace is required: this token has no default namespace")
+        return targets[0]
 
     async def get(self, scope: NamespaceScope, session_id: str, namespace: str | None = None) -> WorkingMemory:
         sid = check_session_id(session_id, required=True)

@@ -157,6 +157,26 @@ class EdgeVectorStore:
         async with self._write_lock:
             await self._run(lambda: self._shard.update(qe.UpdateOperation.overwrite_payload([memory.id], payload)))
 
+    async def copies_of(self, scope: NamespaceScope, origin_id: str) -> list[Memory]:
+        writable = () if scope.admin else scope.writable
+        if not writable and not scope.admin:
+            return []
+        flt = qe.Filter(must=[*scope_conditions(scope, writable), _match("origin_id", origin_id)])
+        records, _ = await self._run(
+            lambda: self._shard.scroll(qe.ScrollRequest(limit=1000, filter=flt, with_payload=True))
+        )
+        return [from_payload(r.id, r.payload or {}) for r in records]
+
+    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
+        if not scope.admin:
+            raise NamespaceForbidden("purging a namespace needs an admin scope")
+        flt = qe.Filter(must=scope_conditions(scope, (namespace,)))
+        async with self._write_lock:
+            count = await self._run(lambda: self._shard.count(qe.CountRequest(filter=flt, exact=True)))
+            await self._run(lambda: self._shard.update(qe.UpdateOperation.delete_points_by_filter(flt)))
+            self._dirty = True
+        return int(count)
+
     async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
@@ -182,14 +202,13 @@ class EdgeVectorStore:
         )
         return from_payload(records[0].id, records[0].payload or {}) if records else None
 
-    async def find_by_hash(self, scope: NamespaceScope, namespace: str, content_hash: str) -> Memory | None:
-        flt = qe.Filter(
-            must=[
-                *scope_conditions(scope, (namespace,)),
-                _match("status", STATUS_ACTIVE),
-                _match("content_hash", content_hash),
-            ]
-        )
+    async def find_by_hash(
+        self, scope: NamespaceScope, namespace: str, content_hash: str, *, live_only: bool = True
+    ) -> Memory | None:
+        must = [*scope_conditions(scope, (namespace,)), _match("content_hash", content_hash)]
+        if live_only:
+            must.append(_match("status", STATUS_ACTIVE))
+        flt = qe.Filter(must=must)
         records, _ = await self._run(
             lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
         )

@@ -103,7 +103,7 @@ async def test_forget_hides_a_memory_and_restore_brings_it_back(app: Starlette, 
     async with mcp_session(app, mint()) as client:
         written = data(await client.call_tool("write_memory", {"content": "The build server is named atlas"}))
         forgotten = data(await client.call_tool("forget_memory", {"id": written["id"], "reason": "outdated"}))
-        assert forgotten == {"status": "forgotten", "id": written["id"]}
+        assert forgotten == {"status": "forgotten", "id": written["id"], "namespace": "user:1"}
         after_forget = data(await client.call_tool("recall_memory", {"query": "build server name"}))
         listed = data(await client.call_tool("list_memories", {}))
         listed_all = data(await client.call_tool("list_memories", {"include_deleted": True}))
@@ -113,7 +113,7 @@ async def test_forget_hides_a_memory_and_restore_brings_it_back(app: Starlette, 
     assert listed["memories"] == []
     assert [m["id"] for m in listed_all["memories"]] == [written["id"]]
     assert listed_all["memories"][0]["deleted_at"] is not None
-    assert restored == {"status": "restored", "id": written["id"]}
+    assert restored == {"status": "restored", "id": written["id"], "namespace": "user:1"}
     assert [m["id"] for m in after_restore["memories"]] == [written["id"]]
 
 

@@ -1,0 +1,175 @@
+"""`hindsight export|import|purge`: namespace lifecycle from the command line, through the admin MCP tools.
+
+With `--url` and `--token` (an admin token) it talks to a running gateway. Without them it opens the data
+directory itself (direct settings: the server must be stopped, since the embedded store allows one process)
+and calls the same tools in-process with a short-lived admin token minted from the configured secret.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, TextIO
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from ops.config import Settings
+from tenancy import mint_token
+
+IMPORT_BATCH = 200
+
+
+class CommandFailed(Exception):
+    pass
+
+
+@asynccontextmanager
+async def admin_client(args: argparse.Namespace) -> AsyncIterator[Client]:
+    if args.url:
+        if not args.token:
+            raise CommandFailed("--url needs --token (an admin token)")
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {args.token}"}, timeout=120)
+        async with http, Client(streamable_http_client(args.url, http_client=http)) as client:
+            yield client
+        return
+    if not args.tenant:
+        raise CommandFailed("direct mode (no --url) needs --tenant")
+    from gateway.app import create_app, jwt_settings
+
+    settings = Settings()
+    token = mint_token(
+        jwt_settings(settings).secret,
+        tenant=args.tenant,
+        subject="hindsight-cli",
+        read=[],
+        write=[],
+        admin=True,
+        ttl_seconds=3600,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+    )
+    app = create_app(settings)
+    base = "http://127.0.0.1:8080"
+    async with app.router.lifespan_context(app):
+        http = httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app), base_url=base, headers={"Authorization": f"Bearer {token}"}
+        )
+        async with http, Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+            yield client
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    body = result.structured_content or {}
+    if result.is_error:
+        error = body.get("error", {})
+        raise CommandFailed(f"{tool}: {error.get('code', 'error')}: {error.get('message', result.content)}")
+    return body
+
+
+def progress(done: int, total: int, out: TextIO) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    out.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    out.flush()
+
+
+async def export_namespace(args: argparse.Namespace) -> int:
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115, ASYNC230 - a CLI
+    count = 0
+    try:
+        async with admin_client(args) as client:
+            cursor = None
+            while True:
+                page = await call(
+                    client, "export_memories", {"namespace": args.namespace, "limit": 200, "cursor": cursor}
+                )
+                for record in page["records"]:
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    count += 1
+                cursor = page["next_cursor"]
+                if cursor is None:
+                    break
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    print(f"exported {count} memories from {args.namespace}", file=sys.stderr)
+    return 0
+
+
+def read_records(path: str) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CommandFailed(f"{path}:{number}: not JSON ({exc.msg})") from None
+            if not isinstance(record, dict):
+                raise CommandFailed(f"{path}:{number}: each line must be a JSON object")
+            records.append(record)
+    return records
+
+
+async def import_namespace(args: argparse.Namespace) -> int:
+    records = read_records(args.file)
+    imported = skipped = 0
+    async with admin_client(args) as client:
+        for start in range(0, len(records), IMPORT_BATCH):
+            batch = records[start : start + IMPORT_BATCH]
+            body = await call(client, "import_memories", {"namespace": args.namespace, "records": batch})
+            imported += body["imported"]
+            skipped += body["skipped"]
+            progress(start + len(batch), len(records), sys.stderr)
+    print(f"\nimported {imported}, skipped {skipped} (already present) into {args.namespace}", file=sys.stderr)
+    return 0
+
+
+async def purge_namespace(args: argparse.Namespace) -> int:
+    if args.yes is not True and args.confirm != args.namespace:
+        raise CommandFailed("purge is permanent: pass --confirm NAMESPACE (the same name) or --yes")
+    async with admin_client(args) as client:
+        body = await call(client, "purge_namespace", {"namespace": args.namespace, "confirm": args.namespace})
+    print(f"purged {body['deleted']} memories from {args.namespace}", file=sys.stderr)
+    return 0
+
+
+def add_admin_commands(sub: Any) -> None:
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--namespace", required=True)
+        parser.add_argument("--url", help="gateway MCP URL, e.g. http://127.0.0.1:8080/mcp (needs --token)")
+        parser.add_argument("--token", help="an admin token (memory:admin)")
+        parser.add_argument("--tenant", help="tenant, in direct mode (no --url)")
+
+    export = sub.add_parser("export", help="export a namespace to JSONL (admin)")
+    common(export)
+    export.add_argument("--out", help="file to write (default: stdout)")
+    export.set_defaults(func=lambda a: run_async(export_namespace, a))
+
+    importer = sub.add_parser("import", help="import JSONL into a namespace, re-embedding (admin)")
+    common(importer)
+    importer.add_argument("file", help="JSONL file from `hindsight export`")
+    importer.set_defaults(func=lambda a: run_async(import_namespace, a))
+
+    purge = sub.add_parser("purge", help="permanently delete a namespace (admin)")
+    common(purge)
+    purge.add_argument("--confirm", help="repeat the namespace name")
+    purge.add_argument("--yes", action="store_true", help="skip the confirmation")
+    purge.set_defaults(func=lambda a: run_async(purge_namespace, a))
+
+
+def run_async(command: Any, args: argparse.Namespace) -> int:
+    try:
+        result: int = anyio.run(command, args)
+    except CommandFailed as exc:
+        print(f"hindsight {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return result

@@ -1,0 +1,115 @@
+"""Admin MCP tools for a namespace's lifecycle (`memory:admin`): export to JSONL records, import them
+(re-embedded with the current model), and purge (the only hard delete)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from gateway.runtime import Runtime
+from gateway.serialize import memory_json
+from gateway.tool_support import ToolRunner
+from memory.errors import InvalidArgument
+from memory.models import WriteStatus
+from memory.requests import ListRequest, WriteRequest
+from memory.scope import NamespaceScope
+from memory.validation import parse_instant
+from tenancy import SCOPE_ADMIN, Principal
+
+MAX_IMPORT_BATCH = 500
+AdminNamespace = Annotated[str, Field(description="The namespace to act on, e.g. 'user:42'.")]
+
+
+async def import_records(
+    rt: Runtime, principal: Principal, scope: NamespaceScope, namespace: str, records: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Write exported records into `namespace` through the normal write path; repeats are skipped."""
+    if len(records) > MAX_IMPORT_BATCH:
+        raise InvalidArgument(f"import at most {MAX_IMPORT_BATCH} records per call")
+    imported, skipped = 0, 0
+    for index, record in enumerate(records):
+        if not isinstance(record, dict) or not isinstance(record.get("content"), str):
+            raise InvalidArgument(f"record {index} must be an object with a 'content' string")
+    for record in records:
+        outcome = await rt.memories.write(
+            scope,
+            WriteRequest(
+                content=record["content"],
+                subject=principal.subject,
+                namespace=namespace,
+                kind=str(record.get("kind", "episodic")),
+                importance=record.get("importance"),
+                tags=record.get("tags"),
+                session_id=record.get("session_id"),
+                occurred_at=parse_instant(record.get("created_at"), "created_at"),
+                metadata=record.get("metadata"),
+                tool="import_memories",
+                skip_deleted_repeats=True,
+            ),
+        )
+        if outcome.status is WriteStatus.CREATED:
+            imported += 1
+            if record.get("deleted_at"):
+                await rt.memories.forget(scope, outcome.memory.id, "imported as deleted")
+        else:
+            skipped += 1
+    return {"status": "imported", "namespace": namespace, "imported": imported, "skipped": skipped}
+
+
+def register_admin_tools(server: MCPServer, runner: ToolRunner) -> None:
+    admin_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    destructive = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=admin_only)
+    async def export_memories(
+        namespace: AdminNamespace,
+        limit: Annotated[int | None, Field(description="Records per page (1-200).")] = None,
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
+    ) -> CallToolResult:
+        """Admin: export one namespace's memories (content, metadata, provenance, deleted ones too) as JSON
+        records, a page at a time. Each record is one JSONL line for import_memories."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            page = await rt.memories.list(
+                scope, ListRequest(namespace=namespace, include_deleted=True, limit=limit, cursor=cursor)
+            )
+            return {"records": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}
+
+        return await runner.run("export_memories", SCOPE_ADMIN, op)
+
+    @server.tool(annotations=destructive)
+    async def import_memories(
+        namespace: AdminNamespace,
+        records: Annotated[list[dict[str, Any]], Field(description="Exported records (at most 500 per call).")],
+        request_id: Annotated[str | None, Field(description="Client-chosen id of this import call.")] = None,
+    ) -> CallToolResult:
+        """Admin: import exported records into a namespace, re-embedding them with the current model.
+        Records identical to a stored memory are skipped, so an import can be repeated safely."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            return await import_records(rt, principal, scope, namespace, records)
+
+        return await runner.run(
+            "import_memories", SCOPE_ADMIN, op, audit={"namespace": namespace, "request_id": request_id}
+        )
+
+    @server.tool(annotations=destructive)
+    async def purge_namespace(
+        namespace: AdminNamespace,
+        confirm: Annotated[str, Field(description="Repeat the namespace name to confirm the hard delete.")],
+        request_id: Annotated[str | None, Field(description="Client-chosen id of this call.")] = None,
+    ) -> CallToolResult:
+        """Admin: permanently delete every memory of a namespace. This cannot be undone."""
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            if confirm != namespace:
+                raise InvalidArgument("confirm must repeat the namespace name exactly")
+            deleted = await rt.memories.purge(scope, namespace)
+            return {"status": "purged", "namespace": namespace, "deleted": deleted}
+
+        return await runner.run(
+            "purge_namespace", SCOPE_ADMIN, op, audit={"namespace": namespace, "request_id": request_id}
+        )

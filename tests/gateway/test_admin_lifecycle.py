@@ -1,0 +1,134 @@
+"""Namespace lifecycle for admins: export, import (re-embedded), purge; sharing with linked copies; audit."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+
+from ops.config import Settings
+from tests.conftest import Mint, data, error_code, mcp_session
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_export_then_import_into_another_namespace_round_trips(app: Starlette, mint: Mint) -> None:
+    admin = mint(tenant="acme", sub="ops", read=[], write=[], admin=True)
+    async with mcp_session(app, mint(tenant="acme", read=["user:1"], write=["user:1"])) as client:
+        for i in range(5):
+            data(await client.call_tool("write_memory", {"content": f"Exported fact {i}", "tags": [f"t{i}"]}))
+        gone = data(await client.call_tool("write_memory", {"content": "A forgotten fact"}))
+        data(await client.call_tool("forget_memory", {"id": gone["id"]}))
+    async with mcp_session(app, admin) as client:
+        exported = data(await client.call_tool("export_memories", {"namespace": "user:1", "limit": 200}))
+        records = exported["records"]
+        imported = data(await client.call_tool("import_memories", {"namespace": "user:2", "records": records}))
+        again = data(await client.call_tool("import_memories", {"namespace": "user:2", "records": records}))
+        copy = data(await client.call_tool("list_memories", {"namespace": "user:2", "include_deleted": True}))
+    assert len(records) == 6
+    assert all("content" in r and "source" in r for r in records)
+    assert imported["imported"] == 6
+    assert again == {"status": "imported", "namespace": "user:2", "imported": 0, "skipped": 6}
+    assert sorted(m["content"] for m in copy["memories"]) == sorted(r["content"] for r in records)
+    assert [m["tags"] for m in copy["memories"] if m["content"] == "Exported fact 3"] == [["t3"]]
+    assert [m["deleted_at"] is not None for m in copy["memories"] if m["content"] == "A forgotten fact"] == [True]
+
+
+async def test_purge_hard_deletes_one_namespace_only_for_admins(app: Starlette, mint: Mint) -> None:
+    user = mint(tenant="acme", read=["user:1", "user:2"], write=["user:1", "user:2"])
+    async with mcp_session(app, user) as client:
+        data(await client.call_tool("write_memory", {"content": "to be purged", "namespace": "user:1"}))
+        data(await client.call_tool("write_memory", {"content": "to be kept", "namespace": "user:2"}))
+        refused = await client.call_tool("purge_namespace", {"namespace": "user:1", "confirm": "user:1"})
+    assert error_code(refused) == "scope_forbidden"
+    async with mcp_session(app, mint(tenant="acme", sub="ops", read=[], write=[], admin=True)) as client:
+        unconfirmed = await client.call_tool("purge_namespace", {"namespace": "user:1", "confirm": "user:2"})
+        purged = data(await client.call_tool("purge_namespace", {"namespace": "user:1", "confirm": "user:1"}))
+    assert error_code(unconfirmed) == "invalid_argument"
+    assert purged == {"status": "purged", "namespace": "user:1", "deleted": 1}
+    async with mcp_session(app, user) as client:
+        left = data(await client.call_tool("list_memories", {"include_deleted": True}))
+    assert [m["content"] for m in left["memories"]] == ["to be kept"]
+
+
+async def test_an_admin_of_one_tenant_cannot_purge_another_tenants_namespace(app: Starlette, mint: Mint) -> None:
+    async with mcp_session(app, mint(tenant="acme")) as client:
+        data(await client.call_tool("write_memory", {"content": "acme data"}))
+    async with mcp_session(app, mint(tenant="globex", sub="ops", admin=True)) as client:
+        purged = data(await client.call_tool("purge_namespace", {"namespace": "user:1", "confirm": "user:1"}))
+    assert purged["deleted"] == 0
+    async with mcp_session(app, mint(tenant="acme")) as client:
+        assert len(data(await client.call_tool("list_memories", {}))["memories"]) == 1
+
+
+async def test_share_to_writes_linked_copies_recalled_once_and_forgotten_together(app: Starlette, mint: Mint) -> None:
+    alice = mint(tenant="acme", sub="alice", read=["user:a", "shared:t"], write=["user:a", "shared:t"])
+    bob = mint(tenant="acme", sub="bob", read=["user:b", "shared:t"], write=["user:b"])
+    async with mcp_session(app, alice) as client:
+        written = data(
+            await client.call_tool(
+                "write_memory", {"content": "The launch moved to June 3rd", "share_to": ["shared:t"]}
+            )
+        )
+        alice_hits = data(await client.call_tool("recall_memory", {"query": "launch date"}))
+        forbidden = await client.call_tool("write_memory", {"content": "nope", "share_to": ["shared:other"]})
+    async with mcp_session(app, bob) as client:
+        bob_hits = data(await client.call_tool("recall_memory", {"query": "launch date"}))
+    assert [h["origin_id"] or h["id"] for h in alice_hits["memories"]] == [written["id"]]  # one hit per origin
+    assert [h["origin_id"] for h in bob_hits["memories"]] == [written["id"]]
+    assert error_code(forbidden) == "namespace_forbidden"
+    async with mcp_session(app, alice) as client:
+        data(await client.call_tool("forget_memory", {"id": written["id"]}))
+        listed = data(await client.call_tool("list_memories", {}))
+    assert listed["memories"] == []
+    async with mcp_session(app, bob) as client:
+        assert data(await client.call_tool("recall_memory", {"query": "launch date"}))["memories"] == []
+
+
+async def test_every_mutating_call_logs_one_content_free_audit_event(
+    app: Starlette, mint: Mint, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="hindsight.audit")
+    async with mcp_session(app, mint(tenant="acme", sub="agent-9")) as client:
+        written = data(
+            await client.call_tool("write_memory", {"content": "Top secret recipe", "request_id": "req-1"})
+        )
+        data(await client.call_tool("recall_memory", {"query": "recipe"}))
+        await client.call_tool("forget_memory", {"id": "01890a5d-ac96-774b-bcce-b302099a8057"})
+    events = [json.loads(r.getMessage()) for r in caplog.records if r.name == "hindsight.audit"]
+    assert [(e["tool"], e["outcome"]) for e in events] == [("write_memory", "created"), ("forget_memory", "not_found")]
+    first = events[0]
+    assert first["tenant"] == "acme" and first["subject"] == "agent-9"
+    assert first["ids"] == [written["id"]] and first["namespace"] == "user:1" and first["request_id"] == "req-1"
+    assert "Top secret" not in json.dumps(events)
+
+
+def test_cli_export_import_and_purge_work_in_direct_mode(tmp_path: Path, mint: Mint, settings: Settings) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env |= {"HINDSIGHT_DATA_DIR": str(tmp_path / "data")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "gateway.cli", *args], env=env, capture_output=True, text=True, cwd=tmp_path
+        )
+
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(json.dumps({"content": f"Imported line {i}"}) for i in range(3)) + "\n")
+    imported = cli("import", "--tenant", "acme", "--namespace", "user:1", str(source))
+    assert imported.returncode == 0, imported.stderr
+    assert "imported 3" in imported.stderr
+    exported = cli("export", "--tenant", "acme", "--namespace", "user:1", "--out", str(tmp_path / "out.jsonl"))
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert sorted(r["content"] for r in lines) == [f"Imported line {i}" for i in range(3)]
+    refused = cli("purge", "--tenant", "acme", "--namespace", "user:1")
+    assert refused.returncode == 2
+    purged = cli("purge", "--tenant", "acme", "--namespace", "user:1", "--confirm", "user:1")
+    assert purged.returncode == 0, purged.stderr
+    assert "purged 3" in purged.stderr
