@@ -89,12 +89,12 @@ def register_admin_tools(server: MCPServer, runner: ToolRunner) -> None:
         """Admin: import exported records into a namespace, re-embedding them with the current model.
         Records identical to a stored memory are skipped, so an import can be repeated safely."""
 
+        arguments: dict[str, Any] = {"namespace": namespace, "records": records, "request_id": request_id}
+
         async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
             return await import_records(rt, principal, scope, namespace, records)
 
-        return await runner.run(
-            "import_memories", SCOPE_ADMIN, op, audit={"namespace": namespace, "request_id": request_id}
-        )
+        return await runner.run("import_memories", SCOPE_ADMIN, op, mutation=arguments)
 
     @server.tool(annotations=destructive)
     async def purge_namespace(
@@ -104,12 +104,12 @@ def register_admin_tools(server: MCPServer, runner: ToolRunner) -> None:
     ) -> CallToolResult:
         """Admin: permanently delete every memory of a namespace. This cannot be undone."""
 
+        arguments: dict[str, Any] = {"namespace": namespace, "confirm": confirm, "request_id": request_id}
+
         async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
             if confirm != namespace:
                 raise InvalidArgument("confirm must repeat the namespace name exactly")
             deleted = await rt.memories.purge(scope, namespace)
             return {"status": "purged", "namespace": namespace, "deleted": deleted}
 
-        return await runner.run(
-            "purge_namespace", SCOPE_ADMIN, op, audit={"namespace": namespace, "request_id": request_id}
-        )
+        return await runner.run("purge_namespace", SCOPE_ADMIN, op, mutation=arguments)

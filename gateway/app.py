@@ -20,26 +20,32 @@ from starlette.routing import Route
 
 from gateway.http import McpAuthGate, livez, readyz_endpoint
 from gateway.mcp_server import build_mcp_server
+from gateway.rate_limit_gate import RateLimitGate
 from gateway.runtime import open_runtime
 from gateway.tool_support import RuntimeHolder
 from memory.clock import Clock
 from ops.config import Settings
-from tenancy import ClaimNames, JwtSettings, JwtVerifier, load_or_create_dev_secret
+from tenancy import ClaimNames, JwtSettings, JwtVerifier, load_or_create_dev_secret, read_public_keys
+from tenancy.limits import RateLimiter
 
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
 def jwt_settings(settings: Settings) -> JwtSettings:
-    """The verifier's settings; without a configured secret the dev secret in the data dir is used (and made)."""
-    secret = (
-        settings.jwt_secret.get_secret_value()
-        if settings.jwt_secret is not None
-        else load_or_create_dev_secret(settings.data_dir)
-    )
+    """The verifier's settings: a public key or JWKS URL if configured, else the secret.
+
+    Without any of them the dev secret in the data dir is used (and made). `jwt_algorithms` left at its default
+    means the default for the key source (HS256 with a secret, RS256 + ES256 with public keys or JWKS).
+    """
+    asymmetric = settings.jwt_public_key is not None or settings.jwt_jwks_url is not None
+    if settings.jwt_secret is not None:
+        secret = settings.jwt_secret.get_secret_value()
+    else:
+        secret = "" if asymmetric else load_or_create_dev_secret(settings.data_dir)
     return JwtSettings(
         secret=secret,
-        algorithms=tuple(settings.jwt_algorithms),
+        algorithms=tuple(settings.jwt_algorithms) if "jwt_algorithms" in settings.model_fields_set else (),
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
         leeway_seconds=settings.jwt_leeway_seconds,
@@ -49,6 +55,11 @@ def jwt_settings(settings: Settings) -> JwtSettings:
             scope=settings.jwt_scope_claim,
         ),
         max_token_bytes=settings.jwt_max_token_bytes,
+        public_keys=read_public_keys(settings.jwt_public_key) if settings.jwt_public_key is not None else (),
+        jwks_url=settings.jwt_jwks_url,
+        jwks_cache_seconds=settings.jwt_jwks_cache_seconds,
+        jwks_min_refresh_seconds=settings.jwt_jwks_min_refresh_seconds,
+        jwks_timeout_seconds=settings.jwt_jwks_timeout_seconds,
     )
 
 
@@ -73,7 +84,12 @@ def create_app(settings: Settings, *, clock: Clock | None = None) -> Starlette:
         transport_security=transport_security(settings),
         max_request_body_size=settings.max_request_bytes,
     )
-    mcp_endpoint = McpAuthGate(StreamableHTTPASGIApp(mcp.session_manager))
+
+    def current_limiter() -> RateLimiter | None:
+        runtime = holder.current()
+        return runtime.rate_limiter if runtime is not None else None
+
+    mcp_endpoint = McpAuthGate(RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, current_limiter))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
@@ -29,6 +30,7 @@ HTTP_STATUS = {
     "backend_unavailable": 503,
     "internal": 500,
 }
+REPLAY_META = "hindsight/replayed"
 RETRYABLE = frozenset({"rate_limited", "backend_unavailable"})
 
 
@@ -52,6 +54,16 @@ class ToolFailure:
             structured_content=body,
             is_error=True,
         )
+
+
+def ok_result(body: dict[str, Any], *, replayed: bool = False) -> CallToolResult:
+    """A successful tool result: structured content plus the same JSON as text. A replayed idempotent answer
+    carries `_meta` {"hindsight/replayed": true} and the very same content as the first answer."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+        structured_content=body,
+        meta={REPLAY_META: True} if replayed else None,
+    )
 
 
 def failure_from_exception(exc: BaseException, tool: str) -> ToolFailure:

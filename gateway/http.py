@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.requests import Request
@@ -59,18 +60,22 @@ async def livez(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
-def readyz_endpoint(holder: RuntimeHolder):  # type: ignore[no-untyped-def]
+def readyz_endpoint(holder: RuntimeHolder) -> Callable[[Request], Awaitable[JSONResponse]]:
     async def readyz(request: Request) -> JSONResponse:
         checks: dict[str, str] = {}
         try:
             runtime = holder.get()
         except MemoryEngineError as exc:
             return JSONResponse({"status": "unavailable", "checks": {"runtime": exc.message}}, status_code=503)
-        for name, probe in (
+        probes: list[tuple[str, Callable[[], Awaitable[object]]]] = [
             ("vector_store", runtime.store.ping),
             ("working_memory", runtime.working.ping),
+            ("idempotency", runtime.idempotency.ping),
             ("embedder", lambda: runtime.embedder.embed_query("readiness probe")),
-        ):
+        ]
+        if runtime.rate_limiter is not None:
+            probes.append(("rate_limiter", runtime.rate_limiter.ping))
+        for name, probe in probes:
             try:
                 await probe()
                 checks[name] = "ok"
@@ -78,7 +83,9 @@ def readyz_endpoint(holder: RuntimeHolder):  # type: ignore[no-untyped-def]
                 checks[name] = f"error: {type(exc).__name__}"
         ready = all(v == "ok" for v in checks.values())
         return JSONResponse(
-            {"status": "ready" if ready else "unavailable", "checks": checks}, status_code=200 if ready else 503
+            {"status": "ready" if ready else "unavailable", "checks": checks},
+            status_code=200 if ready else 503,
+            headers=None if ready else {"Retry-After": "5"},
         )
 
     return readyz

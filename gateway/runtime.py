@@ -7,7 +7,8 @@ the same function, so there is one way to assemble the engine.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ import anyio.to_thread
 
 from memory.clock import Clock, SystemClock
 from memory.embedders import build_embedder
-from memory.errors import BackendUnavailable, InvalidArgument
+from memory.errors import BackendUnavailable
 from memory.ports import Embedder, VectorStore, WorkingMemoryStore
 from memory.scoring import ScoringWeights
 from memory.service import MemoryService
@@ -25,6 +26,7 @@ from memory.stores.edge import EdgeVectorStore
 from memory.validation import EngineLimits
 from memory.working.in_process import InProcessWorkingMemory
 from ops.config import Settings
+from tenancy.limits import IdempotencyStore, RateLimiter
 
 logger = logging.getLogger("hindsight.runtime")
 
@@ -37,6 +39,8 @@ class Runtime:
     working: WorkingMemoryStore
     memories: MemoryService
     sessions: SessionService
+    idempotency: IdempotencyStore
+    rate_limiter: RateLimiter | None
 
 
 def engine_limits(settings: Settings) -> EngineLimits:
@@ -59,23 +63,81 @@ def scoring_weights(settings: Settings) -> ScoringWeights:
     )
 
 
+async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
+    """The embedded engine under the data dir, or a Qdrant server when `qdrant_url` is set."""
+    if settings.qdrant_url:
+        from qdrant_client import AsyncQdrantClient
+
+        from memory.stores.qdrant_server import QdrantServerStore
+
+        api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+        timeout = max(1, math.ceil(settings.backend_timeout_seconds))
+        client = AsyncQdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=timeout)
+        return await QdrantServerStore.open(
+            client,
+            collection_prefix=settings.qdrant_collection_prefix,
+            model_id=embedder.model_id,
+            dimension=embedder.dimension,
+        )
+    store_path = settings.data_dir / "vectors"
+    return await anyio.to_thread.run_sync(
+        lambda: EdgeVectorStore.open(store_path, model_id=embedder.model_id, dimension=embedder.dimension)
+    )
+
+
+def shared_state(
+    settings: Settings, clock: Clock
+) -> tuple[WorkingMemoryStore, IdempotencyStore, RateLimiter | None, Callable[[], Awaitable[None]]]:
+    """Working memory, idempotency and rate limits: in Redis when `redis_url` is set, else in this process.
+    Returns them with the function that closes the shared client."""
+    if settings.redis_url:
+        from redis.asyncio import Redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
+
+        from memory.working.redis_store import RedisWorkingMemory
+        from tenancy.idempotency import RedisIdempotency
+        from tenancy.rate_limits import RedisRateLimiter
+
+        timeout = settings.backend_timeout_seconds
+        client = Redis.from_url(
+            settings.redis_url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            health_check_interval=10,
+            retry=Retry(ExponentialBackoff(cap=0.2, base=0.01), 2),  # short: callers get a retryable error
+        )
+        working: WorkingMemoryStore = RedisWorkingMemory(client, clock)
+        idempotency: IdempotencyStore = RedisIdempotency(
+            client,
+            retention_seconds=settings.idempotency_retention_seconds,
+            wait_timeout_seconds=settings.idempotency_wait_seconds,
+        )
+        limiter: RateLimiter | None = RedisRateLimiter(client)
+        return working, idempotency, limiter if settings.rate_limit_enabled else None, client.aclose
+    from tenancy.idempotency import InProcessIdempotency
+    from tenancy.rate_limits import InProcessRateLimiter
+
+    working = InProcessWorkingMemory(clock)
+    idempotency = InProcessIdempotency(
+        retention_seconds=settings.idempotency_retention_seconds,
+        wait_timeout_seconds=settings.idempotency_wait_seconds,
+    )
+    limiter = InProcessRateLimiter(lambda: clock.now().timestamp()) if settings.rate_limit_enabled else None
+    return working, idempotency, limiter, working.close
+
+
 @asynccontextmanager
 async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Runtime]:
     """Open every backend named by `settings`, run background maintenance, and close it all on exit."""
-    if settings.redis_url or settings.qdrant_url:
-        raise InvalidArgument(
-            "HINDSIGHT_REDIS_URL / HINDSIGHT_QDRANT_URL backends are not available in this build; "
-            "unset them to use the embedded engine"
-        )
     clock = clock or SystemClock()
     embedder = await anyio.to_thread.run_sync(build_embedder, settings.embedder)
-    store_path = settings.data_dir / "vectors"
-    store = await anyio.to_thread.run_sync(
-        lambda: EdgeVectorStore.open(store_path, model_id=embedder.model_id, dimension=embedder.dimension)
-    )
-    working = InProcessWorkingMemory(clock)
+    store = await open_vector_store(settings, embedder)
+    working, idempotency, limiter, close_shared = shared_state(settings, clock)
     memories = MemoryService(store, embedder, clock, engine_limits(settings), scoring_weights(settings))
-    runtime = Runtime(settings, embedder, store, working, memories, SessionService(working, memories))
+    runtime = Runtime(
+        settings, embedder, store, working, memories, SessionService(working, memories), idempotency, limiter
+    )
     try:
         async with anyio.create_task_group() as task_group:
             memories.attach_task_group(task_group)
@@ -88,7 +150,7 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
                 task_group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await working.close()
+            await close_shared()
             await store.close()
 
 

@@ -7,15 +7,15 @@ and turns its dict into a structured result or any failure into a tool error wit
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult
 
 from gateway.audit import audit_event, emit
-from gateway.errors import ToolFailure, failure_from_exception
+from gateway.errors import ToolFailure, failure_from_exception, ok_result
+from gateway.idempotent_calls import run_idempotent
 from gateway.runtime import Runtime
 from memory.errors import BackendUnavailable
 from memory.scope import NamespaceScope
@@ -33,17 +33,13 @@ class RuntimeHolder:
     def set(self, runtime: Runtime | None) -> None:
         self._runtime = runtime
 
+    def current(self) -> Runtime | None:
+        return self._runtime
+
     def get(self) -> Runtime:
         if self._runtime is None:
             raise BackendUnavailable("the gateway is starting or stopping")
         return self._runtime
-
-
-def ok_result(body: dict[str, Any]) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
-        structured_content=body,
-    )
 
 
 def current_principal() -> Principal:
@@ -63,21 +59,27 @@ class ToolRunner:
         needed_scope: str,
         operation: Operation,
         *,
-        audit: dict[str, Any] | None = None,
+        mutation: dict[str, Any] | None = None,
     ) -> CallToolResult:
-        """Run one tool call. Pass `audit` (the call's arguments) for mutating tools to emit an audit event."""
+        """Run one tool call. Mutating tools pass their arguments as `mutation`: the call is then idempotent by
+        `request_id` (or the `Idempotency-Key` header) and emits one audit event."""
         principal: Principal | None = None
         try:
             principal = current_principal()
             principal.require_scope(needed_scope)
             runtime = self.holder.get()
-            body = await operation(runtime, principal, scope_for(principal))
+            scope = scope_for(principal)
+            if mutation is None:
+                return ok_result(await operation(runtime, principal, scope))
+            result, body = await run_idempotent(
+                runtime, principal, tool, mutation, lambda: operation(runtime, principal, scope)
+            )
         except Exception as exc:
             failure = failure_from_exception(exc, tool)
-            self._audit(tool, principal, audit, failure.code, None)
+            self._audit(tool, principal, mutation, failure.code, None)
             return failure.to_result()
-        self._audit(tool, principal, audit, str(body.get("status", "ok")), body)
-        return ok_result(body)
+        self._audit(tool, principal, mutation, str(body.get("status", "ok")), body)
+        return result
 
     @staticmethod
     def _audit(

@@ -60,6 +60,21 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
         preference, an event. Write one self-contained statement per call ("The user's deploy target is AWS
         eu-west-1"), not a transcript. Identical repeats are skipped. Returns the memory id."""
 
+        arguments: dict[str, Any] = {
+            "content": content,
+            "namespace": namespace,
+            "kind": kind,
+            "importance": importance,
+            "tags": tags,
+            "ttl_seconds": ttl_seconds,
+            "session_id": session_id,
+            "occurred_at": occurred_at,
+            "share_to": share_to,
+            "metadata": metadata,
+            "force": force,
+            "request_id": request_id,
+        }
+
         async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
             outcome = await rt.memories.write(
                 scope,
@@ -89,9 +104,7 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
                 body["reason"] = outcome.reason
             return body
 
-        return await runner.run(
-            "write_memory", SCOPE_WRITE, op, audit={"namespace": namespace, "request_id": request_id}
-        )
+        return await runner.run("write_memory", SCOPE_WRITE, op, mutation=arguments)
 
     @server.tool(annotations=READ_ONLY)
     async def recall_memory(
@@ -142,11 +155,13 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
         """Forget a memory that is wrong, outdated or that the user asked you to forget. It stops being
         recalled at once; it can be brought back with restore_memory."""
 
+        arguments: dict[str, Any] = {"id": id, "reason": reason, "request_id": request_id}
+
         async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
             memory = await rt.memories.forget(scope, id, reason)
             return {"status": "forgotten", "id": memory.id, "namespace": memory.namespace}
 
-        return await runner.run("forget_memory", SCOPE_WRITE, op, audit={"id": id, "request_id": request_id})
+        return await runner.run("forget_memory", SCOPE_WRITE, op, mutation=arguments)
 
     @server.tool(annotations=WRITES)
     async def restore_memory(
@@ -155,11 +170,13 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
     ) -> CallToolResult:
         """Bring back a memory that was forgotten with forget_memory."""
 
+        arguments: dict[str, Any] = {"id": id, "request_id": request_id}
+
         async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
             memory = await rt.memories.restore(scope, id)
             return {"status": "restored", "id": memory.id, "namespace": memory.namespace}
 
-        return await runner.run("restore_memory", SCOPE_WRITE, op, audit={"id": id, "request_id": request_id})
+        return await runner.run("restore_memory", SCOPE_WRITE, op, mutation=arguments)
 
     @server.tool(annotations=READ_ONLY)
     async def list_memories(
@@ -195,6 +212,15 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
         """Append a conversation turn to the session's working memory (the last few turns are kept; older
         turns move into long-term memory automatically)."""
 
+        arguments: dict[str, Any] = {
+            "session_id": session_id,
+            "role": role,
+            "content": content,
+            "occurred_at": occurred_at,
+            "namespace": namespace,
+            "request_id": request_id,
+        }
+
         async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
             outcome = await rt.sessions.record_turn(
                 scope,
@@ -210,9 +236,7 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             )
             return {"turns": len(outcome.session.turns), "extracted": outcome.extracted}
 
-        return await runner.run(
-            "record_turn", SCOPE_WRITE, op, audit={"namespace": namespace, "request_id": request_id}
-        )
+        return await runner.run("record_turn", SCOPE_WRITE, op, mutation=arguments)
 
     @server.tool(annotations=READ_ONLY)
     async def get_working_memory(
@@ -240,6 +264,15 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
         """Save the current task state for this session (goals, open questions, variables), so it survives
         between turns. Expires after its TTL."""
 
+        arguments: dict[str, Any] = {
+            "session_id": session_id,
+            "state": state,
+            "merge": merge,
+            "ttl_seconds": ttl_seconds,
+            "namespace": namespace,
+            "request_id": request_id,
+        }
+
         async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
             session = await rt.sessions.update_state(
                 scope,
@@ -249,9 +282,7 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             )
             return session_json(session)
 
-        return await runner.run(
-            "update_working_memory", SCOPE_WRITE, op, audit={"namespace": namespace, "request_id": request_id}
-        )
+        return await runner.run("update_working_memory", SCOPE_WRITE, op, mutation=arguments)
 
     @server.tool(annotations=READ_ONLY)
     async def whoami() -> CallToolResult:

@@ -58,10 +58,16 @@ class VectorStore(Protocol):
         ...
 
     async def find_by_hash(
-        self, scope: NamespaceScope, namespace: str, content_hash: str, *, live_only: bool = True
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        content_hash: str,
+        *,
+        live_only: bool = True,
+        now: datetime | None = None,
     ) -> Memory | None:
         """A memory of that namespace with the same content hash: live ones only (not deleted, not superseded)
-        unless `live_only` is False."""
+        unless `live_only` is False; with `now`, not expired at that time."""
         ...
 
     async def search(

@@ -21,6 +21,8 @@ class ScoringWeights:
 
     def __post_init__(self) -> None:
         weights = (self.similarity, self.recency, self.importance, self.access_frequency)
+        if not all(math.isfinite(w) for w in (*weights, self.recency_decay_per_hour)):
+            raise InvalidArgument("scoring weights and the recency decay must be finite numbers")
         if any(w < 0 for w in weights) or sum(weights) <= 0:
             raise InvalidArgument("scoring weights must be non-negative and not all zero")
         if self.recency_decay_per_hour < 0 or self.access_saturation < 1:

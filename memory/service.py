@@ -95,7 +95,7 @@ class MemoryService:
         digest = content_hash(content)
         if not request.force:
             existing = await self.store.find_by_hash(
-                scope, namespace, digest, live_only=not request.skip_deleted_repeats
+                scope, namespace, digest, live_only=not request.skip_deleted_repeats, now=self.clock.now()
             )
             if existing is not None:
                 return WriteOutcome(WriteStatus.SKIPPED, existing, reason="duplicate of an existing memory")
@@ -129,7 +129,10 @@ class MemoryService:
             embedding_model=self.embedder.model_id,
             content_hash=digest,
         )
-        copies = [replace(memory, id=new_memory_id(), namespace=ns, origin_id=memory.id) for ns in share_to]
+        copies = [
+            replace(memory, id=new_memory_id(int(created.timestamp() * 1000)), namespace=ns, origin_id=memory.id)
+            for ns in share_to
+        ]
         await self.store.upsert(scope, [(m, vector) for m in (memory, *copies)])
         return WriteOutcome(WriteStatus.CREATED, memory)
 

@@ -22,6 +22,7 @@ from memory.validation import (
     check_role,
     check_session_id,
 )
+from memory.working.in_process import merge_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,8 @@ class SessionService:
         return session
 
     async def record_turn(self, scope: NamespaceScope, request: TurnRequest) -> TurnOutcome:
+        """Append a turn. Turns that will fall out of the window are written to episodic memory *before* the
+        append, so a failed write loses nothing (the caller retries; repeats are skipped as duplicates)."""
         sid = check_session_id(request.session_id, required=True)
         assert sid is not None
         role = check_role(request.role)
@@ -64,31 +67,44 @@ class SessionService:
         check_request_id(request.request_id)
         namespace = scope.write_target(request.namespace)
         occurred = request.occurred_at or self.memories.clock.now()
+        window = self.limits.working_window
+        current = await self.store.get(scope, namespace, sid)
+        turns = current.turns if current is not None else []
+        leaving = turns[: max(0, len(turns) + 1 - window)]
+        extracted = [await self._extract(scope, request, namespace, sid, turn) for turn in leaving]
         session, evicted = await self.store.append_turn(
             scope,
             namespace,
             sid,
             Turn(role=role, content=content, occurred_at=occurred),
-            self.limits.working_window,
+            window,
             self.limits.working_ttl_seconds,
         )
-        extracted: list[str] = []
-        for turn in evicted:
-            outcome = await self.memories.write(
-                scope,
-                WriteRequest(
-                    content=f"{turn.role}: {turn.content}",
-                    subject=request.subject,
-                    namespace=namespace,
-                    session_id=sid,
-                    occurred_at=turn.occurred_at,
-                    request_id=request.request_id,
-                    tool="record_turn",
-                ),
-            )
-            if outcome.status is WriteStatus.CREATED:
-                extracted.append(outcome.memory.id)
-        return TurnOutcome(session, extracted)
+        for turn in evicted:  # a concurrent append may have pushed out turns this call did not foresee
+            if turn not in leaving:
+                extracted.append(await self._extract(scope, request, namespace, sid, turn))
+        return TurnOutcome(session, [memory_id for memory_id in extracted if memory_id is not None])
+
+    async def _extract(
+        self, scope: NamespaceScope, request: TurnRequest, namespace: str, session_id: str, turn: Turn
+    ) -> str | None:
+        text = f"{turn.role}: {turn.content}"
+        if len(text) > self.limits.max_content_chars:  # keep the whole turn; the role stays in metadata
+            text = turn.content
+        outcome = await self.memories.write(
+            scope,
+            WriteRequest(
+                content=text,
+                metadata={"role": turn.role},
+                subject=request.subject,
+                namespace=namespace,
+                session_id=session_id,
+                occurred_at=turn.occurred_at,
+                request_id=request.request_id,
+                tool="record_turn",
+            ),
+        )
+        return outcome.memory.id if outcome.status is WriteStatus.CREATED else None
 
     async def update_state(self, scope: NamespaceScope, update: StateUpdate) -> WorkingMemory:
         sid = check_session_id(update.session_id, required=True)
@@ -96,6 +112,10 @@ class SessionService:
         state = check_json_object(update.state, self.limits.max_state_bytes, "state")
         ttl = check_positive_seconds(update.ttl_seconds, self.limits, "ttl_seconds")
         namespace = scope.write_target(update.namespace)
+        if update.merge:  # the merged result must fit too, or merges could grow a session without bound
+            current = await self.store.get(scope, namespace, sid)
+            merged = merge_state(current.state if current is not None else {}, state)
+            check_json_object(merged, self.limits.max_state_bytes, "state (after merging)")
         return await self.store.update_state(
             scope, namespace, sid, state, bool(update.merge), ttl or self.limits.working_ttl_seconds
         )

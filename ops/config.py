@@ -8,8 +8,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class TenantLimits(BaseModel):
+    """Token-bucket rates for one tenant: per subject (agent) and for the whole tenant, reads and writes apart.
+    A bucket holds `burst_seconds` worth of requests."""
+
+    subject_read_per_minute: float = Field(600, gt=0)
+    subject_write_per_minute: float = Field(120, gt=0)
+    tenant_read_per_minute: float = Field(6000, gt=0)
+    tenant_write_per_minute: float = Field(1200, gt=0)
+    burst_seconds: float = Field(10, gt=0)
 
 
 class Settings(BaseSettings):
@@ -31,6 +42,22 @@ class Settings(BaseSettings):
     embedder: Literal["wordllama"] = "wordllama"
     redis_url: str | None = None
     qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    qdrant_collection_prefix: str = "hindsight"
+    backend_timeout_seconds: float = Field(5.0, gt=0, le=120)
+
+    # rate limits and idempotency
+    rate_limit_enabled: bool = True
+    rate_limit_default: TenantLimits = Field(default_factory=TenantLimits)
+    rate_limit_tenants: dict[str, TenantLimits] = Field(
+        default_factory=dict, description='Per-tenant overrides, JSON: {"acme": {"subject_write_per_minute": 30}}'
+    )
+    rate_limit_fail_open: bool = Field(
+        True,
+        description="When the limiter's Redis is down: serve without limits (true, logged) or answer 503 (false).",
+    )
+    idempotency_retention_seconds: int = Field(86_400, ge=60)
+    idempotency_wait_seconds: float = Field(30.0, gt=0)
     maintenance_interval_seconds: float = Field(30.0, gt=0)
 
     # auth
@@ -43,6 +70,19 @@ class Settings(BaseSettings):
     jwt_namespaces_claim: str = "namespaces"
     jwt_scope_claim: str = "scope"
     jwt_max_token_bytes: int = Field(8192, ge=256)
+    jwt_public_key: str | None = Field(
+        None,
+        description="PEM public key text, or the path of a PEM file, for RS*/ES* tokens. Several concatenated "
+        "PEM blocks are all valid at once (key rollover). Excludes jwt_secret and jwt_jwks_url.",
+    )
+    jwt_jwks_url: str | None = Field(
+        None, description="The identity provider's JWKS URL (https) for RS*/ES* tokens with a `kid` header."
+    )
+    jwt_jwks_cache_seconds: int = Field(300, ge=1, description="How long fetched JWKS keys are used.")
+    jwt_jwks_min_refresh_seconds: float = Field(
+        30, ge=0, description="At most one JWKS fetch per this many seconds (unknown `kid`s cannot force more)."
+    )
+    jwt_jwks_timeout_seconds: float = Field(5, gt=0, le=60, description="Timeout of a JWKS fetch.")
 
     # limits
     max_content_chars: int = Field(8000, ge=1)

@@ -41,3 +41,9 @@ class ScopeForbidden(TenancyError):
     def __init__(self, message: str, *, required_scope: str | None = None) -> None:
         super().__init__(message)
         self.required_scope = required_scope
+
+
+class IdempotencyConflict(TenancyError):
+    """A `request_id` was reused with other arguments: the first call's result stands, this one is refused."""
+
+    code: ClassVar[str] = "idempotency_conflict"

@@ -44,6 +44,11 @@ def mint_token(
     random `jti`. Raises `ValueError` on any malformed input.
     """
     names = claim_names or ClaimNames()
+    if secret == "":
+        raise ValueError(
+            "no shared JWT secret is configured (the gateway verifies tokens with public keys or a JWKS URL); "
+            "tokens must be issued by the identity provider"
+        )
     if not isinstance(secret, str) or len(secret.encode()) < _MIN_SECRET_BYTES:
         raise ValueError(f"secret must be a string of at least {_MIN_SECRET_BYTES} bytes for HS256")
     if not isinstance(tenant, str) or not TENANT_PATTERN.fullmatch(tenant):

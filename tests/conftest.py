@@ -4,7 +4,7 @@ ASGI app with its lifespan running, and real MCP clients (over the ASGI transpor
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,8 +19,9 @@ from starlette.applications import Starlette
 
 from gateway.app import create_app
 from memory.clock import ManualClock
-from ops.config import Settings
+from ops.config import Settings, TenantLimits
 from tenancy import mint_token
+from tests.redis_server import RedisServer
 
 SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 BASE_URL = "http://127.0.0.1:8080"
@@ -32,7 +33,18 @@ def anyio_backend() -> str:
 
 
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"data_dir": data_dir, "jwt_secret": SECRET, "maintenance_interval_seconds": 3600}
+    generous = TenantLimits(
+        subject_read_per_minute=1e6,
+        subject_write_per_minute=1e6,
+        tenant_read_per_minute=1e6,
+        tenant_write_per_minute=1e6,
+    )  # tests of other behaviour must not trip over rate limits; rate-limit tests pass their own
+    values: dict[str, Any] = {
+        "data_dir": data_dir,
+        "jwt_secret": SECRET,
+        "maintenance_interval_seconds": 3600,
+        "rate_limit_default": generous,
+    }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
@@ -111,3 +123,36 @@ def error_code(result: CallToolResult) -> str:
     assert result.structured_content is not None
     code: str = result.structured_content["error"]["code"]
     return code
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real redis-server for the session; tests flush what they use (see `redis_url`)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The URL of the session's redis-server, emptied before the test."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    return redis_server.url
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of this test alone, which the test may stop and restart (fault tests)."""
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -26,6 +26,7 @@ from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMis
 from memory.models import Memory
 from memory.ports import ListQuery, RecallFilter, ScoredMemory
 from memory.scope import NamespaceScope
+from memory.stores.common import check_writable, checked_namespaces, visible_namespaces
 from memory.stores.payload import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
@@ -51,17 +52,10 @@ def _match_any(key: str, values: Sequence[str]) -> qe.FieldCondition:
 def scope_conditions(scope: NamespaceScope, namespaces: Sequence[str]) -> list[Any]:
     """The tenant and namespace conditions every query carries. `()` means the whole tenant (admin only)."""
     conditions: list[Any] = [_match(TENANT_FIELD, scope.tenant)]
-    if namespaces:
-        if not scope.readable_subset(namespaces):
-            raise NamespaceForbidden("namespace outside the caller's grants")
-        conditions.append(_match_any("namespace", namespaces))
-    elif not scope.admin:
-        raise NamespaceForbidden("an unrestricted namespace query needs an admin scope")
+    checked = checked_namespaces(scope, namespaces)
+    if checked:
+        conditions.append(_match_any("namespace", checked))
     return conditions
-
-
-def visible_namespaces(scope: NamespaceScope) -> tuple[str, ...]:
-    return () if scope.admin else scope.all_readable
 
 
 class EdgeVectorStore:
@@ -136,26 +130,31 @@ class EdgeVectorStore:
             raise BackendUnavailable(f"vector store error: {type(exc).__name__}") from exc
 
     # -- writes ----------------------------------------------------------------------------------------------
-    def _check_writable(self, scope: NamespaceScope, memory: Memory) -> None:
-        if memory.tenant != scope.tenant or not scope.can_write(memory.namespace):
-            raise NamespaceForbidden("namespace not writable with this token")
-
     async def upsert(self, scope: NamespaceScope, items: Sequence[tuple[Memory, Sequence[float]]]) -> None:
         points = []
         for memory, vector in items:
-            self._check_writable(scope, memory)
+            check_writable(scope, memory)
             points.append(qe.Point(memory.id, {DENSE: list(vector)}, to_payload(memory)))
         if not points:
             return
+        # An id that already exists outside the caller's writable namespaces is left untouched.
+        operation = qe.UpdateOperation.upsert_points(points, condition=self._writable_filter(scope))
         async with self._write_lock:
-            await self._run(lambda: self._shard.update(qe.UpdateOperation.upsert_points(points)))
+            await self._run(lambda: self._shard.update(operation))
             self._dirty = True
 
+    def _writable_filter(self, scope: NamespaceScope, *extra: Any) -> qe.Filter:
+        conditions: list[Any] = [_match(TENANT_FIELD, scope.tenant)]
+        if not scope.admin:
+            conditions.append(_match_any("namespace", scope.writable))
+        return qe.Filter(must=[*conditions, *extra])
+
     async def update(self, scope: NamespaceScope, memory: Memory) -> None:
-        self._check_writable(scope, memory)
+        check_writable(scope, memory)
         payload = to_payload(memory)
+        target = self._writable_filter(scope, qe.HasIdCondition({memory.id}))
         async with self._write_lock:
-            await self._run(lambda: self._shard.update(qe.UpdateOperation.overwrite_payload([memory.id], payload)))
+            await self._run(lambda: self._shard.update(qe.UpdateOperation.overwrite_payload_by_filter(target, payload)))
 
     async def copies_of(self, scope: NamespaceScope, origin_id: str) -> list[Memory]:
         writable = () if scope.admin else scope.writable
@@ -203,12 +202,21 @@ class EdgeVectorStore:
         return from_payload(records[0].id, records[0].payload or {}) if records else None
 
     async def find_by_hash(
-        self, scope: NamespaceScope, namespace: str, content_hash: str, *, live_only: bool = True
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        content_hash: str,
+        *,
+        live_only: bool = True,
+        now: datetime | None = None,
     ) -> Memory | None:
         must = [*scope_conditions(scope, (namespace,)), _match("content_hash", content_hash)]
         if live_only:
             must.append(_match("status", STATUS_ACTIVE))
-        flt = qe.Filter(must=must)
+        must_not: list[Any] = []
+        if now is not None:
+            must_not.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=now.timestamp())))
+        flt = qe.Filter(must=must, must_not=must_not)
         records, _ = await self._run(
             lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
         )

@@ -96,16 +96,17 @@ async def test_every_mutating_call_logs_one_content_free_audit_event(
 ) -> None:
     caplog.set_level(logging.INFO, logger="hindsight.audit")
     async with mcp_session(app, mint(tenant="acme", sub="agent-9")) as client:
-        written = data(
-            await client.call_tool("write_memory", {"content": "Top secret recipe", "request_id": "req-1"})
-        )
+        written = data(await client.call_tool("write_memory", {"content": "Top secret recipe", "request_id": "req-1"}))
         data(await client.call_tool("recall_memory", {"query": "recipe"}))
         await client.call_tool("forget_memory", {"id": "01890a5d-ac96-774b-bcce-b302099a8057"})
     events = [json.loads(r.getMessage()) for r in caplog.records if r.name == "hindsight.audit"]
     assert [(e["tool"], e["outcome"]) for e in events] == [("write_memory", "created"), ("forget_memory", "not_found")]
     first = events[0]
-    assert first["tenant"] == "acme" and first["subject"] == "agent-9"
-    assert first["ids"] == [written["id"]] and first["namespace"] == "user:1" and first["request_id"] == "req-1"
+    assert first["tenant"] == "acme"
+    assert first["subject"] == "agent-9"
+    assert first["ids"] == [written["id"]]
+    assert first["namespace"] == "user:1"
+    assert first["request_id"] == "req-1"
     assert "Top secret" not in json.dumps(events)
 
 

@@ -100,4 +100,10 @@ async def test_probes_answer_without_a_token(http: httpx2.AsyncClient) -> None:
     ready = await http.get("/readyz")
     assert live.status_code == 200
     assert ready.status_code == 200
-    assert ready.json()["checks"] == {"vector_store": "ok", "working_memory": "ok", "embedder": "ok"}
+    assert ready.json()["checks"] == {
+        "vector_store": "ok",
+        "working_memory": "ok",
+        "idempotency": "ok",
+        "embedder": "ok",
+        "rate_limiter": "ok",
+    }

@@ -3,6 +3,7 @@ temp directory, a `ManualClock`, and helpers that build scopes (through `tenancy
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,9 +24,7 @@ from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-def scope(
-    tenant: str, read: Sequence[str] = (), write: Sequence[str] = (), admin: bool = False
-) -> NamespaceScope:
+def scope(tenant: str, read: Sequence[str] = (), write: Sequence[str] = (), admin: bool = False) -> NamespaceScope:
     """The scope a verified token with these grants gets (built the only allowed way: `scope_for`)."""
     scopes = {SCOPE_READ}
     if write:
@@ -45,7 +44,7 @@ def scope(
 def make_memory(
     content: str,
     *,
-    tenant: str = "acme",
+    tenant: str,
     namespace: str = "user:1",
     at: datetime = START,
     **overrides: Any,
@@ -78,7 +77,7 @@ def make_memory(
     return Memory(**values)
 
 
-async def everything(store: EdgeVectorStore, tenant: str = "acme") -> list[Memory]:
+async def everything(store: EdgeVectorStore, tenant: str) -> list[Memory]:
     """Every memory of a tenant, deleted ones included (read through an admin scope)."""
     admin = scope(tenant, admin=True)
     found: list[Memory] = []
@@ -88,6 +87,12 @@ async def everything(store: EdgeVectorStore, tenant: str = "acme") -> list[Memor
         found.extend(page)
         if after is None:
             return found
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so one event loop serves a whole test module and its shared store."""
+    return "asyncio"
 
 
 @pytest.fixture(scope="session")
@@ -101,12 +106,42 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
+def acme() -> str:
+    """A tenant id of this test alone: tests share a store per module, and tenants keep them apart."""
+    return f"acme-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def globex() -> str:
+    """A second tenant id of this test alone."""
+    return f"globex-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="module")
+async def shared_store(
+    tmp_path_factory: pytest.TempPathFactory, embedder: WordLlamaEmbedder
+) -> AsyncIterator[EdgeVectorStore]:
+    """One real store per test module (creating a shard costs ~0.1-0.3 s of fsyncs); each test writes under
+    tenants of its own (`acme`, `globex`), so tests never see each other's memories."""
+    path = tmp_path_factory.mktemp("shared") / "store"
+    opened = EdgeVectorStore.open(path, model_id=embedder.model_id, dimension=embedder.dimension)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def store(shared_store: EdgeVectorStore) -> EdgeVectorStore:
+    return shared_store
+
+
+@pytest.fixture
 def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
 @pytest.fixture
-async def store(store_dir: Path, embedder: WordLlamaEmbedder) -> AsyncIterator[EdgeVectorStore]:
+async def private_store(store_dir: Path, embedder: WordLlamaEmbedder) -> AsyncIterator[EdgeVectorStore]:
+    """A store of this test alone, for lifecycle tests that close, lock or reopen it."""
     opened = EdgeVectorStore.open(store_dir, model_id=embedder.model_id, dimension=embedder.dimension)
     yield opened
     await opened.close()

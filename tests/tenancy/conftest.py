@@ -1,17 +1,19 @@
-"""Shared fixtures for the tenancy tests: a test secret, a clock reading and token/payload factories."""
+"""Shared fixtures for the tenancy tests: a test secret, a clock reading, token/payload factories, asymmetric key
+pairs (generated once per session) and a real JWKS HTTP server."""
 
 from __future__ import annotations
 
 import base64
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jwt
 import pytest
 
 from tenancy import JwtSettings, JwtVerifier
+from tests.tenancy.signing import FakeMonotonic, JwksServer, KeyPair, ec_key, rsa_key
 
 # 64 bytes: long enough for HS512 as well, so PyJWT never warns about short keys.
 TEST_SECRET = "test-secret-0123456789abcdefghijklmnopqrstuvwxyz-ABCDEFGHIJKLMNOP"
@@ -87,3 +89,38 @@ def unsigned_token() -> Encoder:
         return f"{b64({'alg': alg, 'typ': 'JWT'})}.{b64(payload)}."
 
     return factory
+
+
+@pytest.fixture(scope="session")
+def rsa_old() -> KeyPair:
+    return rsa_key("rsa-2025")
+
+
+@pytest.fixture(scope="session")
+def rsa_new() -> KeyPair:
+    return rsa_key("rsa-2026")
+
+
+@pytest.fixture(scope="session")
+def ec_p256() -> KeyPair:
+    return ec_key("ec-2026")
+
+
+@pytest.fixture(scope="session")
+def attacker_key() -> KeyPair:
+    """A well-formed key the gateway does not trust."""
+    return rsa_key("attacker")
+
+
+@pytest.fixture
+def monotonic() -> FakeMonotonic:
+    return FakeMonotonic()
+
+
+@pytest.fixture
+def jwks_server() -> Iterator[JwksServer]:
+    server = JwksServer()
+    try:
+        yield server
+    finally:
+        server.stop()

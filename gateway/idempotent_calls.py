@@ -1,0 +1,68 @@
+"""Idempotent mutating calls: the same `request_id` (or `Idempotency-Key` header) and arguments give the stored
+first answer and write nothing again, also when retries race; other arguments give `idempotency_conflict`.
+
+Key = tenant + subject + tool + request_id; the fingerprint is a hash of the canonical JSON of the arguments
+(without the request id). Only successful answers are kept; a failed call releases its claim so a retry runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp_types import CallToolResult
+
+from gateway.errors import ok_result
+from gateway.request_context import idempotency_key_header
+from gateway.runtime import Runtime
+from memory.errors import BackendUnavailable
+from memory.validation import check_request_id
+from tenancy import Principal
+from tenancy.errors import IdempotencyConflict
+from tenancy.limits import Conflict, IdempotencyKey, Replay
+
+logger = logging.getLogger("hindsight.idempotency")
+
+
+def fingerprint(arguments: dict[str, Any]) -> str:
+    canonical = {k: v for k, v in arguments.items() if k != "request_id"}
+    encoded = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+async def run_idempotent(
+    runtime: Runtime,
+    principal: Principal,
+    tool: str,
+    arguments: dict[str, Any],
+    operation: Callable[[], Awaitable[dict[str, Any]]],
+) -> tuple[CallToolResult, dict[str, Any]]:
+    request_id = check_request_id(arguments.get("request_id") or idempotency_key_header.get())
+    if request_id is None:
+        body = await operation()
+        return ok_result(body), body
+    key = IdempotencyKey(principal.tenant, principal.subject, tool, request_id)
+    digest = fingerprint(arguments)
+    claim = await runtime.idempotency.begin(key, digest)
+    if isinstance(claim, Conflict):
+        raise IdempotencyConflict(
+            f"request_id {request_id!r} was already used for {tool} with other arguments; use a new request_id"
+        )
+    if isinstance(claim, Replay):
+        return ok_result(claim.response, replayed=True), claim.response
+    try:
+        body = await operation()
+    except BaseException:
+        try:
+            await runtime.idempotency.abandon(key)
+        except BackendUnavailable:
+            logger.warning("could not release idempotency claim for %s; it expires by itself", tool)
+        raise
+    try:
+        await runtime.idempotency.complete(key, digest, body)
+    except BackendUnavailable:  # the write happened: answer it; a retry may then repeat it, so say so in the log
+        logger.error("write done but its idempotency record was not stored (%s, request %s)", tool, request_id)
+    return ok_result(body), body

@@ -1,0 +1,404 @@
+"""`QdrantServerStore`: the production vector store, a Qdrant server reached through `qdrant_client`.
+
+One collection per embedding model, named from a prefix, the model id and the dimension (see `collection_name`),
+holding every tenant: the tenant is the partition key (a keyword index with `is_tenant=True`) and every call turns
+its `NamespaceScope` into a tenant + namespace filter, exactly like the embedded store. The model id and dimension
+are recorded in the collection's metadata; opening it with another embedder is refused (`StoreConfigMismatch`).
+
+Needs Qdrant >= 1.16 (collection metadata and conditional upserts). Every call is bounded by a deadline and maps
+transport and server errors to `BackendUnavailable`; idempotent calls are retried a few times with jittered
+exponential backoff, access-count increments never are.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any, TypeVar
+
+import anyio
+import grpc  # type: ignore[import-untyped]
+import httpx
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
+from qdrant_client.common.client_exceptions import QdrantException
+from qdrant_client.http.exceptions import ApiException, ResponseHandlingException, UnexpectedResponse
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from memory.clock import to_timestamp
+from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
+from memory.models import Memory
+from memory.ports import ListQuery, RecallFilter, ScoredMemory
+from memory.scope import NamespaceScope
+from memory.stores.common import check_writable, checked_namespaces, visible_namespaces
+from memory.stores.payload import (
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    STATUS_ACTIVE,
+    TENANT_FIELD,
+    from_payload,
+    to_payload,
+)
+
+DENSE = "dense"
+SPARSE = "bm25"
+APP = "hindsight"
+DEFAULT_TIMEOUT = 5.0
+RETRY_ATTEMPTS = 3
+COPIES_LIMIT = 1000
+T = TypeVar("T")
+
+_PREFIX_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
+_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+_RETRYABLE_GRPC = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED"})
+# Everything a client call can fail with when the server is down, slow, overloaded or refuses the request.
+_BACKEND_ERRORS: tuple[type[BaseException], ...] = (
+    ApiException,
+    QdrantException,
+    httpx.HTTPError,
+    grpc.RpcError,
+    OSError,
+    TimeoutError,
+)
+
+
+def collection_name(prefix: str, model_id: str, dimension: int) -> str:
+    """`<prefix>_<model slug>_<dimension>d`, e.g. `hindsight_wordllama_l2_supercat_256_256d`.
+
+    The slug lowercases the model id and squeezes every other run of characters into `_`, so two ids can share
+    a name ("BAAI/bge" and "baai-bge"); the model id recorded in the collection tells them apart at open.
+    """
+    if not _PREFIX_PATTERN.fullmatch(prefix):
+        raise ValueError("collection prefix must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+    if dimension < 1:
+        raise ValueError("dimension must be positive")
+    slug = re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_")[:160] or "model"
+    return f"{prefix}_{slug}_{dimension}d"
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Worth another attempt: the server was unreachable, slow or overloaded, not a refused request."""
+    if isinstance(exc, UnexpectedResponse):
+        return exc.status_code in _RETRYABLE_STATUS
+    if isinstance(exc, grpc.RpcError):
+        code = exc.code() if callable(getattr(exc, "code", None)) else None
+        return getattr(code, "name", None) in _RETRYABLE_GRPC
+    return isinstance(exc, ResponseHandlingException | QdrantException | httpx.TransportError | OSError | TimeoutError)
+
+
+def _match(key: str, value: str) -> qm.FieldCondition:
+    return qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
+
+
+def _match_any(key: str, values: Sequence[str]) -> qm.FieldCondition:
+    return qm.FieldCondition(key=key, match=qm.MatchAny(any=list(values)))
+
+
+def _has_id(ids: Sequence[str]) -> qm.HasIdCondition:
+    return qm.HasIdCondition(has_id=list(ids))
+
+
+def scope_conditions(scope: NamespaceScope, namespaces: Sequence[str]) -> list[qm.Condition]:
+    """The tenant and namespace conditions every query carries. `()` means the whole tenant (admin only)."""
+    conditions: list[qm.Condition] = [_match(TENANT_FIELD, scope.tenant)]
+    checked = checked_namespaces(scope, namespaces)
+    if checked:
+        conditions.append(_match_any("namespace", checked))
+    return conditions
+
+
+def _writable_conditions(scope: NamespaceScope) -> list[qm.Condition]:
+    """Conditions a stored point must meet before a write may replace it: same tenant, writable namespace."""
+    return scope_conditions(scope, () if scope.admin else scope.writable)
+
+
+class QdrantServerStore:
+    def __init__(self, client: AsyncQdrantClient, collection: str, timeout: float) -> None:
+        self._client = client
+        self._collection = collection
+        self._timeout = timeout
+        self._access_lock = anyio.Lock()
+        self._closed = False
+
+    @property
+    def collection(self) -> str:
+        return self._collection
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        client: AsyncQdrantClient,
+        *,
+        collection_prefix: str = APP,
+        model_id: str,
+        dimension: int,
+        collection: str | None = None,
+        call_timeout: float = DEFAULT_TIMEOUT,
+    ) -> QdrantServerStore:
+        """Open (creating it if missing) the collection of this embedding model and check its recorded model.
+
+        `collection` pins a name instead of deriving one (e.g. a Qdrant alias switched after a re-embedding).
+        `call_timeout` bounds each attempt of each call, in seconds. The store owns `client` once open succeeds.
+        """
+        name = collection or collection_name(collection_prefix, model_id, dimension)
+        if not _NAME_PATTERN.fullmatch(name):
+            raise ValueError("collection name must match [A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
+        store = cls(client, name, call_timeout)
+        await store._ensure_collection(model_id, dimension)
+        return store
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        *,
+        api_key: str | None = None,
+        prefer_grpc: bool = False,
+        collection_prefix: str = APP,
+        model_id: str,
+        dimension: int,
+        call_timeout: float = DEFAULT_TIMEOUT,
+    ) -> QdrantServerStore:
+        """A client for `url` with `call_timeout` as its transport timeout, then `open`."""
+        client = AsyncQdrantClient(
+            url=url,
+            api_key=api_key,
+            prefer_grpc=prefer_grpc,
+            timeout=max(1, round(call_timeout)),
+            check_compatibility=False,
+        )
+        try:
+            return await cls.open(
+                client,
+                collection_prefix=collection_prefix,
+                model_id=model_id,
+                dimension=dimension,
+                call_timeout=call_timeout,
+            )
+        except BaseException:
+            await client.close()
+            raise
+
+    async def _ensure_collection(self, model_id: str, dimension: int) -> None:
+        client, name = self._client, self._collection
+        if not await self._call(lambda: client.collection_exists(name)):
+            try:
+                await self._call(
+                    lambda: client.create_collection(
+                        name,
+                        vectors_config={DENSE: qm.VectorParams(size=dimension, distance=qm.Distance.COSINE)},
+                        sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+                        metadata={
+                            "app": APP,
+                            "embedding_model": model_id,
+                            "dimension": dimension,
+                            "dense_vector": DENSE,
+                            "sparse_vector": SPARSE,
+                        },
+                    ),
+                    idempotent=False,
+                )
+            except BackendUnavailable:
+                # another replica may have created it between our check and our create
+                if not await self._call(lambda: client.collection_exists(name)):
+                    raise
+        info = await self._call(lambda: client.get_collection(name))
+        self._check_config(info, model_id, dimension)
+        await self._ensure_indexes(info)
+
+    def _check_config(self, info: qm.CollectionInfo, model_id: str, dimension: int) -> None:
+        metadata = info.config.metadata or {}
+        if metadata.get("app") != APP:
+            raise StoreConfigMismatch(
+                f"collection {self._collection} exists but records no hindsight embedding model "
+                "(created by something else, or a Qdrant server older than 1.16); use another collection"
+            )
+        vectors = info.config.params.vectors
+        dense = vectors.get(DENSE) if isinstance(vectors, dict) else None
+        stored_model, stored_dimension = metadata.get("embedding_model"), metadata.get("dimension")
+        if stored_model != model_id or stored_dimension != dimension or dense is None or dense.size != dimension:
+            raise StoreConfigMismatch(
+                f"collection {self._collection} was built with {stored_model} ({stored_dimension}-d) but the "
+                f"configured embedder is {model_id} ({dimension}-d); use the same model or another collection"
+            )
+
+    async def _ensure_indexes(self, info: qm.CollectionInfo) -> None:
+        existing = set(info.payload_schema or {})
+        wanted: list[tuple[str, Any]] = [
+            (TENANT_FIELD, qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)),
+            *((field, qm.PayloadSchemaType.KEYWORD) for field in KEYWORD_FIELDS),
+            *((field, qm.PayloadSchemaType.FLOAT) for field in FLOAT_FIELDS),
+        ]
+        for field, schema in wanted:
+            if field not in existing:
+                await self._call(partial(self._client.create_payload_index, self._collection, field, schema))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._client.close()
+
+    async def _call(self, fn: Callable[[], Awaitable[T]], *, idempotent: bool = True) -> T:
+        """Run one client call under a deadline; retry transient failures of idempotent calls."""
+        if self._closed:
+            raise BackendUnavailable("vector store is closed")
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(RETRY_ATTEMPTS if idempotent else 1),
+                wait=wait_exponential_jitter(initial=0.05, max=0.5, jitter=0.05),
+                retry=retry_if_exception(_is_transient),
+                reraise=True,
+            ):
+                with attempt:
+                    with anyio.fail_after(self._timeout):
+                        return await fn()
+        except _BACKEND_ERRORS as exc:
+            raise BackendUnavailable(f"vector store error: {type(exc).__name__}") from exc
+        raise AssertionError("unreachable: tenacity either returns or reraises")
+
+    async def _scroll(self, flt: qm.Filter, limit: int, offset: str | None = None) -> tuple[list[Memory], str | None]:
+        records, next_offset = await self._call(
+            lambda: self._client.scroll(
+                self._collection, scroll_filter=flt, limit=limit, offset=offset, with_payload=True
+            )
+        )
+        memories = [from_payload(r.id, r.payload or {}) for r in records]
+        return memories, (str(next_offset) if next_offset is not None else None)
+
+    # -- writes ----------------------------------------------------------------------------------------------
+    async def upsert(self, scope: NamespaceScope, items: Sequence[tuple[Memory, Sequence[float]]]) -> None:
+        points = []
+        for memory, vector in items:
+            check_writable(scope, memory)
+            points.append(
+                qm.PointStruct(id=memory.id, vector={DENSE: [float(x) for x in vector]}, payload=to_payload(memory))
+            )
+        if not points:
+            return
+        # an existing point is replaced only if it lies in a namespace this scope may write (never another
+        # tenant's point that happens to carry the id); new points are inserted
+        guard = qm.Filter(must=_writable_conditions(scope))
+        await self._call(lambda: self._client.upsert(self._collection, points, update_filter=guard))
+
+    async def update(self, scope: NamespaceScope, memory: Memory) -> None:
+        check_writable(scope, memory)
+        payload = to_payload(memory)
+        selector = qm.FilterSelector(filter=qm.Filter(must=[*_writable_conditions(scope), _has_id([memory.id])]))
+        await self._call(lambda: self._client.overwrite_payload(self._collection, payload, selector))
+
+    async def copies_of(self, scope: NamespaceScope, origin_id: str) -> builtins.list[Memory]:
+        if not scope.writable and not scope.admin:
+            return []
+        flt = qm.Filter(must=[*_writable_conditions(scope), _match("origin_id", origin_id)])
+        memories, _ = await self._scroll(flt, COPIES_LIMIT)
+        return memories
+
+    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
+        if not scope.admin:
+            raise NamespaceForbidden("purging a namespace needs an admin scope")
+        flt = qm.Filter(must=scope_conditions(scope, (namespace,)))
+        counted = await self._call(lambda: self._client.count(self._collection, count_filter=flt, exact=True))
+        await self._call(lambda: self._client.delete(self._collection, qm.FilterSelector(filter=flt)))
+        return int(counted.count)
+
+    async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:
+        """Read the counts, then set count + 1 per group of equal counts. Not atomic across gateway replicas (a
+        concurrent bump of the same memory elsewhere can be lost); serialised within this process."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return
+        tenant = _match(TENANT_FIELD, scope.tenant)
+        flt = qm.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), _has_id(ids)])
+        async with self._access_lock:
+            records, _ = await self._call(
+                lambda: self._client.scroll(
+                    self._collection, scroll_filter=flt, limit=len(ids), with_payload=["access_count"]
+                )
+            )
+            by_count: dict[int, list[str]] = {}
+            for record in records:
+                count = int((record.payload or {}).get("access_count") or 0)
+                by_count.setdefault(count, []).append(str(record.id))
+            for count, group in by_count.items():
+                patch = {"access_count": count + 1, "last_accessed_at": at.timestamp()}
+                selector = qm.FilterSelector(filter=qm.Filter(must=[tenant, _has_id(group)]))
+                await self._call(partial(self._client.set_payload, self._collection, patch, selector), idempotent=False)
+
+    # -- reads -----------------------------------------------------------------------------------------------
+    async def get(self, scope: NamespaceScope, memory_id: str) -> Memory | None:
+        flt = qm.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), _has_id([memory_id])])
+        memories, _ = await self._scroll(flt, 1)
+        return memories[0] if memories else None
+
+    async def find_by_hash(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        content_hash: str,
+        *,
+        live_only: bool = True,
+        now: datetime | None = None,
+    ) -> Memory | None:
+        must = [*scope_conditions(scope, (namespace,)), _match("content_hash", content_hash)]
+        if live_only:
+            must.append(_match("status", STATUS_ACTIVE))
+        must_not: list[Any] = []
+        if now is not None:
+            must_not.append(qm.FieldCondition(key="expires_at", range=qm.Range(lte=now.timestamp())))
+        memories, _ = await self._scroll(qm.Filter(must=must, must_not=must_not), 1)
+        return memories[0] if memories else None
+
+    async def search(
+        self,
+        scope: NamespaceScope,
+        namespaces: tuple[str, ...],
+        vector: Sequence[float],
+        limit: int,
+        flt: RecallFilter,
+    ) -> list[ScoredMemory]:
+        must = [*scope_conditions(scope, namespaces), _match("status", STATUS_ACTIVE)]
+        if flt.kinds:
+            must.append(_match_any("kind", [k.value for k in flt.kinds]))
+        if flt.tags:
+            must.append(_match_any("tags", flt.tags))
+        if flt.session_id is not None:
+            must.append(_match("session_id", flt.session_id))
+        if flt.since is not None or flt.until is not None:
+            span = qm.Range(gte=to_timestamp(flt.since), lte=to_timestamp(flt.until))
+            must.append(qm.FieldCondition(key="created_at", range=span))
+        expired = qm.FieldCondition(key="expires_at", range=qm.Range(lte=flt.now.timestamp()))
+        query_filter = qm.Filter(must=must, must_not=[expired])
+        query = [float(x) for x in vector]
+        response = await self._call(
+            lambda: self._client.query_points(
+                self._collection, query=query, using=DENSE, query_filter=query_filter, limit=limit, with_payload=True
+            )
+        )
+        return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in response.points]
+
+    async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[builtins.list[Memory], str | None]:
+        must = scope_conditions(scope, query.namespaces)
+        if query.kind is not None:
+            must.append(_match("kind", query.kind.value))
+        if not query.include_deleted:
+            must.append(_match("status", STATUS_ACTIVE))
+        return await self._scroll(qm.Filter(must=must), query.limit, query.after)
+
+    async def count(self, scope: NamespaceScope, namespaces: tuple[str, ...]) -> int:
+        flt = qm.Filter(must=scope_conditions(scope, namespaces))
+        counted = await self._call(lambda: self._client.count(self._collection, count_filter=flt, exact=True))
+        return int(counted.count)
+
+    # -- operations ------------------------------------------------------------------------------------------
+    async def ping(self) -> None:
+        if not await self._call(lambda: self._client.collection_exists(self._collection)):
+            raise BackendUnavailable(f"collection {self._collection} is missing")
+
+    async def maintain(self) -> None:
+        """Nothing to do: the server builds its indexes itself."""

@@ -1,0 +1,217 @@
+"""`RedisWorkingMemory`: working memory shared by every gateway replica, one Redis hash per session.
+
+It owns the session key layout and the atomic update scripts. Key: `hs:{tenant}:wm:{namespace}:{session}` where
+`{tenant}` is a Redis Cluster hash tag and the session id is percent-encoded (it may contain ':', as namespaces
+do, and must not be able to spell another namespace's key). Hash fields:
+
+- `exp`: expiry on the injected clock, integer microseconds since the epoch. A session whose `exp` is not after
+  `clock.now()` is gone: reads return None and the next write starts it afresh. The Redis TTL (`PEXPIRE`,
+  relative, real time) only garbage-collects the key; it is relative so a test clock far from real time cannot
+  make Redis drop a live key.
+- `head`, `tail`, `t:<n>`: the window of turns as numbered fields (`head <= n < tail`), one JSON turn each, so a
+  Lua script appends and evicts without re-encoding JSON.
+- `state`, `sv`: the state object (JSON) and a random version token. Deep merge runs in Python (`merge_state`)
+  and is written with a compare-and-set script on `sv`, retried on conflict.
+
+Every Redis failure is raised as `BackendUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+
+import redis.asyncio
+from redis.exceptions import RedisError
+
+from memory.clock import Clock
+from memory.errors import BackendUnavailable, InvalidArgument, NamespaceForbidden
+from memory.models import Turn, WorkingMemory
+from memory.scope import NamespaceScope, validate_namespace
+from memory.working.in_process import merge_state
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_MAX_STATE_ATTEMPTS = 500
+
+# KEYS[1] session; ARGV: now_us, expires_us, ttl_ms, window, turn_json.
+# Returns {evicted turns oldest first, HGETALL of the session}.
+_APPEND = """
+local key = KEYS[1]
+local exp = redis.call('HGET', key, 'exp')
+if exp and tonumber(exp) <= tonumber(ARGV[1]) then redis.call('DEL', key) end
+local tail = redis.call('HINCRBY', key, 'tail', 1)
+redis.call('HSET', key, 't:' .. (tail - 1), ARGV[5], 'exp', ARGV[2])
+local head = tonumber(redis.call('HGET', key, 'head') or '0')
+local window = tonumber(ARGV[4])
+local evicted = {}
+while head < tail and tail - head > window do
+  local field = 't:' .. head
+  evicted[#evicted + 1] = redis.call('HGET', key, field)
+  redis.call('HDEL', key, field)
+  head = head + 1
+end
+redis.call('HSET', key, 'head', head)
+local session = redis.call('HGETALL', key)
+redis.call('PEXPIRE', key, ARGV[3])
+return {evicted, session}
+"""
+
+# KEYS[1] session; ARGV: expected version ('-' = not live), now_us, expires_us, ttl_ms, state_json, new version.
+# Returns false if the version moved (the caller re-reads and retries), else HGETALL of the session.
+_SET_STATE = """
+local key = KEYS[1]
+local cur = redis.call('HMGET', key, 'exp', 'sv')
+local live = cur[1] and tonumber(cur[1]) > tonumber(ARGV[2])
+local version = '-'
+if live then version = cur[2] or '' end
+if version ~= ARGV[1] then return false end
+if not live then redis.call('DEL', key) end
+redis.call('HSET', key, 'state', ARGV[5], 'sv', ARGV[6], 'exp', ARGV[3])
+local session = redis.call('HGETALL', key)
+redis.call('PEXPIRE', key, ARGV[4])
+return session
+"""
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _micros(value: datetime) -> int:
+    return (value - _EPOCH) // _MICROSECOND
+
+
+def _encode_turn(turn: Turn) -> str:
+    return json.dumps({"role": turn.role, "content": turn.content, "occurred_at": turn.occurred_at.isoformat()})
+
+
+def _decode_turn(raw: Any) -> Turn:
+    data = json.loads(_text(raw))
+    return Turn(role=data["role"], content=data["content"], occurred_at=datetime.fromisoformat(data["occurred_at"]))
+
+
+@contextmanager
+def _redis_errors() -> Iterator[None]:
+    """Turn any failure of the Redis client into `BackendUnavailable` (the caller may retry)."""
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        raise BackendUnavailable(f"working memory (redis) unavailable: {type(exc).__name__}: {exc}") from exc
+
+
+def _fields(raw: Any) -> dict[str, str]:
+    """HGETALL's answer (a dict from the client, a flat list from a script) as a str -> str dict."""
+    if isinstance(raw, dict):
+        return {_text(k): _text(v) for k, v in raw.items()}
+    items = list(raw)
+    return {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items), 2)}
+
+
+class RedisWorkingMemory:
+    """`WorkingMemoryStore` on Redis; same semantics as `InProcessWorkingMemory`, safe across replicas."""
+
+    def __init__(self, client: redis.asyncio.Redis, clock: Clock) -> None:
+        self._client = client
+        self._clock = clock
+        self._append = client.register_script(_APPEND)
+        self._set_state = client.register_script(_SET_STATE)
+
+    def _key(self, scope: NamespaceScope, namespace: str, session_id: str, write: bool) -> str:
+        allowed = scope.can_write(namespace) if write else scope.can_read(namespace)
+        if not allowed:
+            raise NamespaceForbidden(f"namespace not {'writable' if write else 'readable'} with this token")
+        validate_namespace(namespace)
+        return f"hs:{{{scope.tenant}}}:wm:{namespace}:{quote(session_id, safe='')}"
+
+    def _view(self, namespace: str, session_id: str, fields: dict[str, str]) -> WorkingMemory:
+        head, tail = int(fields.get("head", "0")), int(fields.get("tail", "0"))
+        return WorkingMemory(
+            session_id=session_id,
+            namespace=namespace,
+            state=json.loads(fields["state"]) if "state" in fields else {},
+            turns=[_decode_turn(fields[f"t:{n}"]) for n in range(head, tail)],
+            expires_at=_EPOCH + int(fields["exp"]) * _MICROSECOND,
+        )
+
+    async def get(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
+        key = self._key(scope, namespace, session_id, write=False)
+        with _redis_errors():
+            raw = await self._client.hgetall(key)
+        fields = _fields(raw)
+        if "exp" not in fields or int(fields["exp"]) <= _micros(self._clock.now()):
+            return None
+        return self._view(namespace, session_id, fields)
+
+    async def append_turn(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        session_id: str,
+        turn: Turn,
+        window: int,
+        ttl_seconds: int,
+    ) -> tuple[WorkingMemory, list[Turn]]:
+        key = self._key(scope, namespace, session_id, write=True)
+        now = self._clock.now()
+        expires_at = now + timedelta(seconds=ttl_seconds)
+        args: list[str | int] = [_micros(now), _micros(expires_at), _ttl_ms(ttl_seconds), window, _encode_turn(turn)]
+        with _redis_errors():
+            evicted, session = await self._append(keys=[key], args=args)
+        return self._view(namespace, session_id, _fields(session)), [_decode_turn(t) for t in evicted]
+
+    async def update_state(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        session_id: str,
+        state: dict[str, Any],
+        merge: bool,
+        ttl_seconds: int,
+    ) -> WorkingMemory:
+        key = self._key(scope, namespace, session_id, write=True)
+        for _ in range(_MAX_STATE_ATTEMPTS):
+            now = self._clock.now()
+            with _redis_errors():
+                current = await self._client.hmget(key, ["exp", "sv", "state"])
+            exp, version, stored = (None if v is None else _text(v) for v in current)
+            live = exp is not None and int(exp) > _micros(now)
+            base: dict[str, Any] = json.loads(stored) if live and stored is not None else {}
+            new_state = merge_state(base, state) if merge else state
+            try:
+                encoded = json.dumps(new_state)
+            except (TypeError, ValueError) as exc:
+                raise InvalidArgument("state must be a JSON object") from exc
+            expires_at = now + timedelta(seconds=ttl_seconds)
+            expected = (version or "") if live else "-"
+            args: list[str | int] = [
+                expected,
+                _micros(now),
+                _micros(expires_at),
+                _ttl_ms(ttl_seconds),
+                encoded,
+                uuid.uuid4().hex,
+            ]
+            with _redis_errors():
+                session = await self._set_state(keys=[key], args=args)
+            if session is not None:
+                return self._view(namespace, session_id, _fields(session))
+        raise BackendUnavailable("working memory (redis): too many concurrent updates of one session")
+
+    async def ping(self) -> None:
+        with _redis_errors():
+            await self._client.ping()
+
+    async def close(self) -> None:
+        with _redis_errors():
+            await self._client.aclose()
+
+
+def _ttl_ms(ttl_seconds: int) -> int:
+    """The Redis TTL: real time, relative, at least 1 ms (0 would delete the key inside the script)."""
+    return max(1, int(ttl_seconds * 1000))

@@ -1,0 +1,96 @@
+"""Seams for shared request state: `IdempotencyStore` and `RateLimiter`, with the key layout both backends use.
+
+Redis keys are `hs:{tenant}:...`: the braces are a Redis Cluster hash tag, so all keys of a tenant live in one
+slot and multi-key scripts stay legal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+def tenant_prefix(tenant: str) -> str:
+    return f"hs:{{{tenant}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyKey:
+    tenant: str
+    subject: str
+    tool: str
+    request_id: str
+
+    @property
+    def redis_key(self) -> str:
+        digest = hashlib.sha256(f"{self.subject}\x00{self.tool}\x00{self.request_id}".encode()).hexdigest()[:32]
+        return f"{tenant_prefix(self.tenant)}:idem:{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """This call is the first with its key: run the tool, then `complete` (or `abandon` on failure)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A call with this key and the same arguments already finished: answer with its stored response."""
+
+    response: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """The key was used with other arguments."""
+
+
+Claim = Started | Replay | Conflict
+
+
+class IdempotencyStore(Protocol):
+    async def begin(self, key: IdempotencyKey, fingerprint: str) -> Claim:
+        """Claim `key` atomically for a call whose arguments hash to `fingerprint`. If another call with the
+        same key is in flight, wait (bounded by the store's wait timeout) until it completes and return its
+        `Replay`; if it is abandoned meanwhile, claim it (`Started`). Raises `BackendUnavailable` when the
+        store cannot answer or the wait times out."""
+        ...
+
+    async def complete(self, key: IdempotencyKey, fingerprint: str, response: dict[str, Any]) -> None:
+        """Store the first response for the retention period (24 h by default)."""
+        ...
+
+    async def abandon(self, key: IdempotencyKey) -> None:
+        """Release a claim whose call failed, so a retry can run it again."""
+        ...
+
+    async def ping(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """A token bucket: `capacity` tokens, refilled at `refill_per_second`; one request costs one token."""
+
+    key: str
+    capacity: float
+    refill_per_second: float
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    allowed: bool
+    retry_after_seconds: float  # 0 when allowed
+
+
+class RateLimiter(Protocol):
+    async def acquire(self, buckets: Sequence[Bucket]) -> RateDecision:
+        """Take one token from every bucket atomically, or from none if any is empty (then say how long until
+        all of them have a token again)."""
+        ...
+
+    async def ping(self) -> None: ...
+
+    async def close(self) -> None: ...

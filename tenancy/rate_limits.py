@@ -1,0 +1,164 @@
+"""Token-bucket rate limiters (DESIGN §3): `InProcessRateLimiter` (embedded mode) and `RedisRateLimiter`.
+
+Both implement `tenancy.limits.RateLimiter` and own the bucket state: per bucket key, the tokens left and when
+they were last counted. A call takes one token from every bucket it names, or from none if any bucket has less
+than one token; then `retry_after_seconds` is the longest wait until every bucket has a token again:
+`max((1 - tokens) / refill_per_second)` over the short buckets.
+
+Redis: one Lua script checks and consumes all buckets atomically and reads the clock with `TIME`, so replicas
+with skewed clocks agree. Each bucket is a hash `{tokens, ts}` that expires after twice its full-refill time (an
+expired bucket is a full one). Redis Cluster: every key of one `acquire` must hash to one slot, so callers pass
+the buckets of one tenant (`hs:{tenant}:rl:...`, the braces are the hash tag); keys of several tenants in one
+call fail with CROSSSLOT on a cluster. Every Redis failure raises `BackendUnavailable`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import redis.asyncio
+from redis.exceptions import RedisError
+
+from memory.errors import BackendUnavailable
+from tenancy.limits import Bucket, RateDecision
+
+_SWEEP_EVERY = 1024
+
+
+def _checked(buckets: Sequence[Bucket]) -> list[Bucket]:
+    """The buckets with duplicate keys dropped (the first wins); raises `ValueError` on an unusable bucket."""
+    unique: dict[str, Bucket] = {}
+    for bucket in buckets:
+        if not (bucket.capacity >= 1 and math.isfinite(bucket.capacity)):
+            raise ValueError(f"rate-limit bucket {bucket.key!r}: capacity must be a finite number >= 1")
+        if not (bucket.refill_per_second > 0 and math.isfinite(bucket.refill_per_second)):
+            raise ValueError(f"rate-limit bucket {bucket.key!r}: refill_per_second must be a finite number > 0")
+        unique.setdefault(bucket.key, bucket)
+    return list(unique.values())
+
+
+@dataclass
+class _Level:
+    tokens: float
+    at: float
+    capacity: float
+    refill_per_second: float
+
+    def full_at(self, at: float) -> bool:
+        """Whether the bucket has refilled completely by time `at` (then it can be forgotten)."""
+        return self.tokens + max(0.0, at - self.at) * self.refill_per_second >= self.capacity
+
+
+class InProcessRateLimiter:
+    """`RateLimiter` in a dict for one process; `acquire` never awaits, so it is atomic within an event loop.
+    Buckets that have refilled completely are forgotten now and then (a missing bucket is a full one)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._levels: dict[str, _Level] = {}
+        self._calls = 0
+
+    async def acquire(self, buckets: Sequence[Bucket]) -> RateDecision:
+        checked = _checked(buckets)
+        now = self._clock()
+        self._sweep(now)
+        tokens = [self._tokens(bucket, now) for bucket in checked]
+        waits = [(1 - left) / bucket.refill_per_second for bucket, left in zip(checked, tokens, strict=True)]
+        retry_after = max((wait for wait in waits if wait > 0), default=0.0)
+        if retry_after > 0:
+            return RateDecision(allowed=False, retry_after_seconds=retry_after)
+        for bucket, left in zip(checked, tokens, strict=True):
+            self._levels[bucket.key] = _Level(left - 1, now, bucket.capacity, bucket.refill_per_second)
+        return RateDecision(allowed=True, retry_after_seconds=0.0)
+
+    def _tokens(self, bucket: Bucket, now: float) -> float:
+        level = self._levels.get(bucket.key)
+        if level is None:
+            return bucket.capacity
+        return min(bucket.capacity, level.tokens + max(0.0, now - level.at) * bucket.refill_per_second)
+
+    def _sweep(self, now: float) -> None:
+        self._calls += 1
+        if self._calls % _SWEEP_EVERY:
+            return
+        for key in [key for key, level in self._levels.items() if level.full_at(now)]:
+            del self._levels[key]
+
+    async def ping(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._levels.clear()
+
+
+# KEYS: bucket hashes; ARGV: capacity, refill per second, ttl ms for each bucket in turn.
+# Returns {1, '0'} when every bucket gave a token, else {0, '<retry after seconds>'} and consumes nothing.
+_ACQUIRE = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local levels = {}
+local retry = 0
+for i, key in ipairs(KEYS) do
+  local capacity = tonumber(ARGV[3 * i - 2])
+  local refill = tonumber(ARGV[3 * i - 1])
+  local stored = redis.call('HMGET', key, 'tokens', 'ts')
+  local tokens = tonumber(stored[1])
+  local at = tonumber(stored[2])
+  if tokens == nil or at == nil then
+    tokens = capacity
+  else
+    tokens = math.min(capacity, tokens + math.max(0, now - at) * refill)
+  end
+  levels[i] = tokens
+  if tokens < 1 then retry = math.max(retry, (1 - tokens) / refill) end
+end
+if retry > 0 then return {0, string.format('%.17g', retry)} end
+for i, key in ipairs(KEYS) do
+  redis.call('HSET', key, 'tokens', string.format('%.17g', levels[i] - 1), 'ts', string.format('%.6f', now))
+  redis.call('PEXPIRE', key, ARGV[3 * i])
+end
+return {1, '0'}
+"""
+
+
+@contextmanager
+def _redis_errors() -> Iterator[None]:
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        raise BackendUnavailable(f"rate limiter (redis) unavailable: {type(exc).__name__}: {exc}") from exc
+
+
+class RedisRateLimiter:
+    """`RateLimiter` on Redis, shared by every replica (see the module docstring for the layout)."""
+
+    def __init__(self, client: redis.asyncio.Redis) -> None:
+        self._client = client
+        self._acquire = client.register_script(_ACQUIRE)
+
+    async def acquire(self, buckets: Sequence[Bucket]) -> RateDecision:
+        checked = _checked(buckets)
+        if not checked:
+            return RateDecision(allowed=True, retry_after_seconds=0.0)
+        args: list[float | int] = []
+        for bucket in checked:
+            ttl_ms = max(1000, math.ceil(bucket.capacity / bucket.refill_per_second * 2000))
+            args += [bucket.capacity, bucket.refill_per_second, ttl_ms]
+        with _redis_errors():
+            allowed, retry_after = await self._acquire(keys=[b.key for b in checked], args=args)
+        if int(allowed) == 1:
+            return RateDecision(allowed=True, retry_after_seconds=0.0)
+        text = retry_after.decode() if isinstance(retry_after, bytes) else str(retry_after)
+        return RateDecision(allowed=False, retry_after_seconds=float(text))
+
+    async def ping(self) -> None:
+        with _redis_errors():
+            await self._client.ping()
+
+    async def close(self) -> None:
+        with _redis_errors():
+            await self._client.aclose()

@@ -1,0 +1,769 @@
+"""The `VectorStore` contract, run against every implementation: the embedded store (qdrant-edge on a temp
+directory), the Qdrant server store on qdrant-client's local mode, and, when `HINDSIGHT_TEST_QDRANT_URL` is set,
+the Qdrant server store against that real server.
+
+Vectors are hand-made and 8-dimensional; no embedder is involved. Tests share one store per backend and keep
+apart by tenant (`acme` and `globex` are tenant ids unique to each test); lifecycle tests open a `Location` of
+their own. The last section covers what only the server store has: collection naming, creation and errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import fields, replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
+
+from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
+from memory.models import Memory, MemoryKind, Source
+from memory.ports import ListQuery, RecallFilter, VectorStore
+from memory.scope import NamespaceScope
+from memory.stores.edge import EdgeVectorStore
+from memory.stores.qdrant_server import DENSE, SPARSE, QdrantServerStore, collection_name
+from tests.memory.conftest import START, everything, make_memory, scope
+
+pytestmark = [
+    pytest.mark.anyio,
+    # qdrant-client's local mode warns that payload indexes do nothing there; the server store creates them anyway
+    pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning"),
+]
+
+MODEL = "contract-model"
+DIM = 8
+NOW = START + timedelta(days=1)
+QDRANT_URL = os.environ.get("HINDSIGHT_TEST_QDRANT_URL")
+PREFIX = f"contract{uuid.uuid4().hex[:8]}"  # collections of the server-only tests
+NEEDS_SERVER = pytest.mark.skipif(
+    not QDRANT_URL, reason="set HINDSIGHT_TEST_QDRANT_URL (e.g. http://localhost:6333) to run against a Qdrant server"
+)
+SERVER_BACKENDS = [
+    pytest.param("qdrant-local", id="qdrant-local"),
+    pytest.param("qdrant-url", id="qdrant-url", marks=NEEDS_SERVER),
+]
+BACKENDS = [pytest.param("edge", id="edge"), *SERVER_BACKENDS]
+
+
+def new_client(backend: str) -> AsyncQdrantClient:
+    if backend == "qdrant-local":
+        return AsyncQdrantClient(location=":memory:")
+    return AsyncQdrantClient(url=QDRANT_URL, timeout=5, check_compatibility=False)
+
+
+class Location:
+    """Somewhere a store lives and can be opened again: a directory (edge) or a collection (server)."""
+
+    def __init__(self, backend: str, tmp: Path) -> None:
+        self.backend = backend
+        self.path = tmp / "store"
+        self.collection = f"contract_{uuid.uuid4().hex[:12]}"
+        self.client: AsyncQdrantClient | None = None
+        self.opened: list[VectorStore] = []
+
+    async def open(self, model_id: str = MODEL, dimension: int = DIM) -> VectorStore:
+        store: VectorStore
+        if self.backend == "edge":
+            store = EdgeVectorStore.open(self.path, model_id=model_id, dimension=dimension)
+        else:
+            self.client = self.client or new_client(self.backend)
+            store = await QdrantServerStore.open(
+                self.client, collection=self.collection, model_id=model_id, dimension=dimension
+            )
+        self.opened.append(store)
+        return store
+
+    async def set_aside(self, store: VectorStore) -> None:
+        """Let the location be opened again: an embedded store holds its directory's lock until closed, while a
+        server store must stay open (its client is the connection, and for local mode the data itself)."""
+        if self.backend == "edge":
+            await store.close()
+
+    async def discard(self) -> None:
+        for store in self.opened:
+            await store.close()
+        if self.backend == "qdrant-url":
+            cleaner = new_client(self.backend)
+            await cleaner.delete_collection(self.collection)
+            await cleaner.close()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+async def shared_location(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Location]:
+    location = Location(request.param, tmp_path_factory.mktemp("contract"))
+    await location.open()
+    yield location
+    await location.discard()
+
+
+@pytest.fixture
+def store(shared_location: Location) -> VectorStore:
+    return shared_location.opened[0]
+
+
+@pytest.fixture
+async def location(shared_location: Location, tmp_path: Path) -> AsyncIterator[Location]:
+    """A location of this test alone, on the same backend as `store`."""
+    own = Location(shared_location.backend, tmp_path)
+    yield own
+    await own.discard()
+
+
+@pytest.fixture
+def backend(shared_location: Location) -> str:
+    return shared_location.backend
+
+
+@pytest.fixture
+def writer(acme: str) -> NamespaceScope:
+    """Reads and writes three namespaces of the test's `acme` tenant."""
+    return scope(acme, write=["user:1", "user:2", "team:1"])
+
+
+def vec(axis: int | None = None) -> list[float]:
+    """A hand-made vector: a little of every axis, and much of `axis` if given."""
+    vector = [0.1] * DIM
+    if axis is not None:
+        vector[axis] = 1.0
+    return vector
+
+
+async def put(store: VectorStore, who: NamespaceScope, *memories: Memory, axis: int | None = None) -> None:
+    await store.upsert(who, [(m, vec(axis)) for m in memories])
+
+
+async def found(
+    store: VectorStore, reader: NamespaceScope, namespaces: tuple[str, ...], flt: RecallFilter | None = None
+) -> set[str]:
+    hits = await store.search(reader, namespaces, vec(), 50, flt or RecallFilter(now=NOW))
+    return {hit.memory.content for hit in hits}
+
+
+async def ids_listed(store: VectorStore, who: NamespaceScope, query: ListQuery) -> list[str]:
+    page, _ = await store.list(who, query)
+    return [m.id for m in page]
+
+
+# -- round trip and get ----------------------------------------------------------------------------------------
+
+
+async def test_upsert_then_get_round_trips_every_field_of_a_memory(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    at = START + timedelta(microseconds=123_456)
+    memory = make_memory(
+        "The user prefers short answers",
+        tenant=acme,
+        at=at,
+        kind=MemoryKind.SEMANTIC,
+        importance=0.8,
+        updated_at=at + timedelta(minutes=5, microseconds=1),
+        last_accessed_at=at + timedelta(hours=1, microseconds=7),
+        access_count=3,
+        expires_at=at + timedelta(days=30),
+        deleted_at=at + timedelta(hours=2),
+        delete_reason="user asked to forget",
+        supersedes=["018bcfe5-687b-716f-a316-5f4176550e29"],
+        superseded_by="018bcfe5-77a0-7357-98cf-d59b421f7726",
+        origin_id="018bcfe5-8358-70da-9617-3a35a38c5e70",
+        session_id="sess-42",
+        source=Source(subject="agent-7", request_id="req-1", tool="write_memory"),
+        tags=["prefs", "style"],
+        metadata={"n": 1, "f": 1.5, "nested": {"list": [1, "x", None, True]}, "unicode": "好的"},
+    )
+    # every field is set to a non-default value, so the comparison below checks them all
+    assert all(getattr(memory, f.name) not in (None, [], {}, 0, "") for f in fields(Memory))
+
+    await put(store, writer, memory)
+
+    assert await store.get(writer, memory.id) == memory
+
+
+async def test_get_returns_none_to_another_tenant_and_to_a_scope_without_the_namespace(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    memory = make_memory("The user lives in Lisbon", tenant=acme)
+    await put(store, writer, memory)
+
+    assert await store.get(scope(globex, write=["user:1"]), memory.id) is None
+    assert await store.get(scope(globex, admin=True), memory.id) is None
+    assert await store.get(scope(acme, read=["user:2"]), memory.id) is None
+    assert await store.get(scope(acme, read=["user:1"]), memory.id) == memory
+    assert await store.get(scope(acme, admin=True), memory.id) == memory
+
+
+async def test_update_replaces_the_stored_fields_and_keeps_the_vector(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user likes tea", tenant=acme)
+    await put(store, writer, memory, axis=3)
+    changed = replace(memory, content="The user likes green tea", tags=["drinks"], importance=0.9)
+
+    await store.update(writer, changed)
+
+    assert await store.get(writer, memory.id) == changed
+    [hit] = await store.search(writer, ("user:1",), vec(3), 1, RecallFilter(now=NOW))
+    assert hit.memory == changed
+    assert hit.similarity == pytest.approx(1.0, abs=1e-4)
+
+
+async def test_update_to_deleted_removes_the_memory_from_search_but_not_from_get(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user likes tea", tenant=acme)
+    await put(store, writer, memory)
+    deleted = replace(memory, deleted_at=NOW, delete_reason="asked to forget")
+
+    await store.update(writer, deleted)
+
+    assert await found(store, writer, ("user:1",)) == set()
+    assert await store.get(writer, memory.id) == deleted
+
+
+# -- search ----------------------------------------------------------------------------------------------------
+
+
+async def test_search_ranks_the_nearest_memory_first_with_its_cosine_similarity(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    near, middle, far = (make_memory(f"fact {i}", tenant=acme) for i in range(3))
+    await store.upsert(writer, [(near, vec(1)), (middle, [0.1, 0.6, 0.6, 0.1, 0.1, 0.1, 0.1, 0.1]), (far, vec(5))])
+
+    hits = await store.search(writer, ("user:1",), vec(1), 10, RecallFilter(now=NOW))
+
+    assert [h.memory.id for h in hits] == [near.id, middle.id, far.id]
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-4)
+    assert hits[0].similarity > hits[1].similarity > hits[2].similarity > 0
+
+
+async def test_search_returns_at_most_limit_hits(store: VectorStore, writer: NamespaceScope, acme: str) -> None:
+    await put(store, writer, *(make_memory(f"fact {i}", tenant=acme) for i in range(5)))
+
+    assert len(await store.search(writer, ("user:1",), vec(), 3, RecallFilter(now=NOW))) == 3
+
+
+async def test_search_never_returns_memories_of_another_tenant(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    other = scope(globex, write=["user:1"])
+    await put(store, writer, make_memory("The user likes green tea", tenant=acme))
+    await put(store, other, make_memory("The user likes black coffee", tenant=globex))
+
+    assert await found(store, writer, ("user:1",)) == {"The user likes green tea"}
+    assert await found(store, other, ("user:1",)) == {"The user likes black coffee"}
+    assert await found(store, scope(acme, admin=True), ()) == {"The user likes green tea"}
+    assert await found(store, scope(globex, admin=True), ()) == {"The user likes black coffee"}
+
+
+async def test_search_fans_out_over_exactly_the_requested_namespaces(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    await put(
+        store,
+        writer,
+        make_memory("The user likes tea", tenant=acme, namespace="user:1"),
+        make_memory("The user likes jazz", tenant=acme, namespace="user:2"),
+        make_memory("The team likes pizza", tenant=acme, namespace="team:1"),
+    )
+
+    assert await found(store, writer, ("user:1", "user:2")) == {"The user likes tea", "The user likes jazz"}
+    assert await found(store, writer, ("team:1",)) == {"The team likes pizza"}
+    assert await found(store, writer, writer.read_targets(None)) == {
+        "The user likes tea",
+        "The user likes jazz",
+        "The team likes pizza",
+    }
+    assert len(await found(store, scope(acme, admin=True), ())) == 3
+
+
+async def test_search_refuses_namespaces_outside_the_scope_and_unrestricted_queries_from_non_admins(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    reader = scope(acme, read=["user:1"])
+    await put(store, writer, make_memory("The user likes tea", tenant=acme, namespace="user:2"))
+
+    with pytest.raises(NamespaceForbidden):
+        await found(store, reader, ("user:1", "user:2"))
+    with pytest.raises(NamespaceForbidden):
+        await found(store, reader, ())
+
+
+async def test_search_filters_by_kind(store: VectorStore, writer: NamespaceScope, acme: str) -> None:
+    await put(
+        store,
+        writer,
+        make_memory("The user said they like tea", tenant=acme),
+        make_memory("The user likes tea", tenant=acme, kind=MemoryKind.SEMANTIC),
+    )
+
+    semantic = RecallFilter(now=NOW, kinds=(MemoryKind.SEMANTIC,))
+    episodic = RecallFilter(now=NOW, kinds=(MemoryKind.EPISODIC,))
+    both = RecallFilter(now=NOW, kinds=(MemoryKind.EPISODIC, MemoryKind.SEMANTIC))
+    assert await found(store, writer, ("user:1",), semantic) == {"The user likes tea"}
+    assert await found(store, writer, ("user:1",), episodic) == {"The user said they like tea"}
+    assert len(await found(store, writer, ("user:1",), both)) == 2
+
+
+async def test_search_filters_by_tags_matching_any_of_them(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    await put(
+        store,
+        writer,
+        make_memory("The user likes tea", tenant=acme, tags=["drinks", "prefs"]),
+        make_memory("The user likes jazz", tenant=acme, tags=["music"]),
+        make_memory("The user likes chess", tenant=acme),
+    )
+
+    drinks = RecallFilter(now=NOW, tags=("drinks",))
+    either = RecallFilter(now=NOW, tags=("music", "prefs"))
+    assert await found(store, writer, ("user:1",), drinks) == {"The user likes tea"}
+    assert await found(store, writer, ("user:1",), either) == {"The user likes tea", "The user likes jazz"}
+
+
+async def test_search_filters_by_session_id(store: VectorStore, writer: NamespaceScope, acme: str) -> None:
+    await put(
+        store,
+        writer,
+        make_memory("The user likes tea", tenant=acme, session_id="s-1"),
+        make_memory("The user likes jazz", tenant=acme, session_id="s-2"),
+        make_memory("The user likes chess", tenant=acme),
+    )
+
+    assert await found(store, writer, ("user:1",), RecallFilter(now=NOW, session_id="s-1")) == {"The user likes tea"}
+
+
+async def test_search_filters_by_creation_time_with_inclusive_bounds(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    hour = timedelta(hours=1)
+    await put(
+        store,
+        writer,
+        make_memory("The user likes tea", tenant=acme, at=START),
+        make_memory("The user likes jazz", tenant=acme, at=START + hour),
+        make_memory("The user likes chess", tenant=acme, at=START + 2 * hour),
+    )
+
+    since = RecallFilter(now=NOW, since=START + hour)
+    until = RecallFilter(now=NOW, until=START + hour)
+    window = RecallFilter(now=NOW, since=START + hour, until=START + hour)
+    assert await found(store, writer, ("user:1",), since) == {"The user likes jazz", "The user likes chess"}
+    assert await found(store, writer, ("user:1",), until) == {"The user likes tea", "The user likes jazz"}
+    assert await found(store, writer, ("user:1",), window) == {"The user likes jazz"}
+
+
+async def test_search_excludes_deleted_and_superseded_memories(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    live = make_memory("The user likes tea", tenant=acme)
+    await put(
+        store,
+        writer,
+        live,
+        make_memory("The user likes jazz", tenant=acme, deleted_at=START),
+        make_memory("The user likes chess", tenant=acme, superseded_by=live.id),
+    )
+
+    assert await found(store, writer, ("user:1",)) == {"The user likes tea"}
+
+
+async def test_search_excludes_memories_whose_expiry_is_now_or_past(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    second = timedelta(seconds=1)
+    await put(
+        store,
+        writer,
+        make_memory("The user likes tea", tenant=acme, expires_at=NOW - second),
+        make_memory("The user likes jazz", tenant=acme, expires_at=NOW),
+        make_memory("The user likes chess", tenant=acme, expires_at=NOW + second),
+        make_memory("The user likes hiking", tenant=acme),
+    )
+
+    assert await found(store, writer, ("user:1",)) == {"The user likes chess", "The user likes hiking"}
+
+
+# -- list ------------------------------------------------------------------------------------------------------
+
+
+async def test_list_pages_through_memories_in_id_order_and_the_cursor_is_the_first_id_of_the_next_page(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memories = [make_memory(f"fact number {i}", tenant=acme, at=START + timedelta(seconds=i)) for i in range(7)]
+    shuffled = memories[:]
+    random.Random(7).shuffle(shuffled)
+    await put(store, writer, *shuffled)
+
+    pages: list[list[str]] = []
+    after: str | None = None
+    while True:
+        page, cursor = await store.list(writer, ListQuery(("user:1",), None, False, 3, after))
+        pages.append([m.id for m in page])
+        if cursor is None:
+            break
+        assert cursor == memories[3 * len(pages)].id
+        after = cursor
+
+    assert [len(p) for p in pages] == [3, 3, 1]
+    assert [i for p in pages for i in p] == [m.id for m in memories]
+
+
+async def test_list_hides_deleted_memories_unless_include_deleted(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    live = make_memory("The user likes tea", tenant=acme, at=START)
+    gone = make_memory("The user likes jazz", tenant=acme, at=START + timedelta(seconds=1), deleted_at=START)
+    await put(store, writer, live, gone)
+
+    assert await ids_listed(store, writer, ListQuery(("user:1",), None, False, 10, None)) == [live.id]
+    assert await ids_listed(store, writer, ListQuery(("user:1",), None, True, 10, None)) == [live.id, gone.id]
+
+
+async def test_list_filters_by_kind_and_namespace_and_never_shows_another_tenant(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    episodic = make_memory("The user said they like tea", tenant=acme, at=START)
+    semantic = make_memory("The user likes tea", tenant=acme, at=START + timedelta(seconds=1), kind=MemoryKind.SEMANTIC)
+    other_ns = make_memory("The user likes jazz", tenant=acme, namespace="user:2")
+    await put(store, writer, episodic, semantic, other_ns)
+    await put(store, scope(globex, write=["user:1"]), make_memory("The user likes tea", tenant=globex))
+
+    assert await ids_listed(store, writer, ListQuery(("user:1",), MemoryKind.SEMANTIC, False, 10, None)) == [
+        semantic.id
+    ]
+    assert await ids_listed(store, writer, ListQuery(("user:1",), None, False, 10, None)) == [episodic.id, semantic.id]
+    assert {m.id for m in await everything(store, acme)} == {episodic.id, semantic.id, other_ns.id}
+
+
+async def test_list_of_the_whole_tenant_or_an_ungranted_namespace_is_refused_to_non_admins(
+    store: VectorStore, writer: NamespaceScope
+) -> None:
+    with pytest.raises(NamespaceForbidden):
+        await store.list(writer, ListQuery((), None, False, 10, None))
+    with pytest.raises(NamespaceForbidden):
+        await store.list(writer, ListQuery(("shared:x",), None, False, 10, None))
+
+
+# -- find_by_hash, copies_of -----------------------------------------------------------------------------------
+
+
+async def test_find_by_hash_returns_a_live_memory_of_that_namespace_unless_live_only_is_false(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    live = make_memory("The user likes tea", tenant=acme)
+    deleted = make_memory("The user likes jazz", tenant=acme, deleted_at=START)
+    superseded = make_memory("The user likes chess", tenant=acme, superseded_by=live.id)
+    elsewhere = make_memory("The user likes opera", tenant=acme, namespace="user:2")
+    await put(store, writer, live, deleted, superseded, elsewhere)
+
+    assert await store.find_by_hash(writer, "user:1", live.content_hash) == live
+    assert await store.find_by_hash(writer, "user:1", deleted.content_hash) is None
+    assert await store.find_by_hash(writer, "user:1", superseded.content_hash) is None
+    assert await store.find_by_hash(writer, "user:1", deleted.content_hash, live_only=False) == deleted
+    assert await store.find_by_hash(writer, "user:1", superseded.content_hash, live_only=False) == superseded
+    assert await store.find_by_hash(writer, "user:1", elsewhere.content_hash, live_only=False) is None
+    assert await store.find_by_hash(scope(globex, write=["user:1"]), "user:1", live.content_hash) is None
+    with pytest.raises(NamespaceForbidden):
+        await store.find_by_hash(scope(acme, read=["user:2"]), "user:1", live.content_hash)
+
+
+async def test_copies_of_returns_linked_copies_in_writable_namespaces_deleted_or_not(
+    store: VectorStore, acme: str, globex: str
+) -> None:
+    writer = scope(acme, read=["shared:x"], write=["user:1", "team:1"])
+    admin = scope(acme, admin=True)
+    origin = make_memory("The user likes tea", tenant=acme)
+    team_copy = replace(make_memory(origin.content, tenant=acme, namespace="team:1"), origin_id=origin.id)
+    gone_copy = replace(
+        make_memory(origin.content, tenant=acme, namespace="team:1", deleted_at=START), origin_id=origin.id
+    )
+    shared_copy = replace(make_memory(origin.content, tenant=acme, namespace="shared:x"), origin_id=origin.id)
+    await put(store, writer, origin, team_copy, gone_copy)
+    await put(store, admin, shared_copy)
+
+    assert {m.id for m in await store.copies_of(writer, origin.id)} == {team_copy.id, gone_copy.id}
+    assert {m.id for m in await store.copies_of(admin, origin.id)} == {team_copy.id, gone_copy.id, shared_copy.id}
+    assert await store.copies_of(scope(acme, read=["user:1", "team:1", "shared:x"]), origin.id) == []
+    assert await store.copies_of(scope(globex, admin=True), origin.id) == []
+    assert await store.copies_of(scope(globex, write=["team:1"]), origin.id) == []
+
+
+# -- purge, record_access --------------------------------------------------------------------------------------
+
+
+async def test_purge_needs_an_admin_scope_and_removes_only_that_namespace_of_that_tenant(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    kept = make_memory("The user likes jazz", tenant=acme, namespace="user:2")
+    theirs = make_memory("The user likes tea", tenant=globex)
+    await put(store, writer, make_memory("The user likes tea", tenant=acme), make_memory("x", tenant=acme), kept)
+    await put(store, scope(globex, write=["user:1"]), theirs)
+
+    with pytest.raises(NamespaceForbidden):
+        await store.purge(writer, "user:1")
+    assert len(await everything(store, acme)) == 3
+
+    assert await store.purge(scope(acme, admin=True), "user:1") == 2
+
+    assert await everything(store, acme) == [kept]
+    assert await everything(store, globex) == [theirs]
+    assert await store.purge(scope(acme, admin=True), "user:1") == 0
+
+
+async def test_record_access_increments_access_count_and_sets_last_accessed_at(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user likes tea", tenant=acme)
+    other = make_memory("The user likes chess", tenant=acme, access_count=5)
+    untouched = make_memory("The user likes jazz", tenant=acme)
+    await put(store, writer, memory, other, untouched)
+
+    await store.record_access(writer, [memory.id, other.id], START + timedelta(minutes=1))
+    await store.record_access(scope(acme, read=["user:1"]), [memory.id], START + timedelta(minutes=2))
+
+    accessed = await store.get(writer, memory.id)
+    assert accessed is not None
+    assert (accessed.access_count, accessed.last_accessed_at) == (2, START + timedelta(minutes=2))
+    assert replace(accessed, access_count=0, last_accessed_at=None) == memory
+    assert await store.get(writer, other.id) == replace(
+        other, access_count=6, last_accessed_at=START + timedelta(minutes=1)
+    )
+    assert await store.get(writer, untouched.id) == untouched
+
+
+async def test_record_access_from_another_tenant_or_namespace_changes_nothing(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    memory = make_memory("The user likes tea", tenant=acme)
+    await put(store, writer, memory)
+
+    await store.record_access(scope(globex, write=["user:1"]), [memory.id], NOW)
+    await store.record_access(scope(globex, admin=True), [memory.id], NOW)
+    await store.record_access(scope(acme, read=["user:2"]), [memory.id], NOW)
+
+    assert await store.get(writer, memory.id) == memory
+
+
+# -- writes under a scope --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("grants", "claimed_tenant"),
+    [
+        pytest.param({"write": ["user:1"]}, "acme", id="namespace-not-granted"),
+        pytest.param({"read": ["user:2"], "write": ["user:1"]}, "acme", id="namespace-read-only"),
+        pytest.param({"write": ["user:1", "user:2"]}, "globex", id="memory-claims-another-tenant"),
+    ],
+)
+async def test_upsert_into_a_namespace_the_scope_cannot_write_raises_and_stores_nothing(
+    store: VectorStore, acme: str, globex: str, grants: dict[str, list[str]], claimed_tenant: str
+) -> None:
+    who = scope(acme, **grants)
+    allowed = make_memory("The user likes tea", tenant=acme, namespace="user:1")
+    forbidden = make_memory("The user likes jazz", tenant={"acme": acme, "globex": globex}[claimed_tenant])
+    forbidden = replace(forbidden, namespace="user:2")
+
+    with pytest.raises(NamespaceForbidden):
+        await put(store, who, allowed, forbidden)
+
+    assert await everything(store, acme) == []
+    assert await everything(store, globex) == []
+
+
+async def test_update_into_a_namespace_the_scope_cannot_write_raises_and_changes_nothing(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user likes tea", tenant=acme)
+    await put(store, writer, memory)
+
+    with pytest.raises(NamespaceForbidden):
+        await store.update(scope(acme, read=["user:1"]), replace(memory, content="changed"))
+    with pytest.raises(NamespaceForbidden):
+        await store.update(scope(acme, write=["user:2"]), replace(memory, namespace="user:3"))
+
+    assert await store.get(writer, memory.id) == memory
+
+
+async def test_update_never_overwrites_a_memory_of_another_tenant(
+    request: pytest.FixtureRequest, backend: str, store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    victim = make_memory("The user likes tea", tenant=acme)
+    await put(store, writer, victim)
+    forged = replace(victim, tenant=globex, content="overwritten by globex")
+
+    with contextlib.suppress(NamespaceForbidden, BackendUnavailable):
+        await store.update(scope(globex, write=["user:1"]), forged)
+
+    assert await store.get(writer, victim.id) == victim
+
+
+async def test_upsert_never_replaces_a_memory_of_another_tenant_or_an_unwritable_namespace(
+    request: pytest.FixtureRequest, backend: str, store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    victim = make_memory("The user likes tea", tenant=acme)
+    await put(store, writer, victim)
+
+    for who, forged in [
+        (scope(globex, write=["user:1"]), replace(victim, tenant=globex, content="overwritten by globex")),
+        (scope(acme, read=["user:1"], write=["user:9"]), replace(victim, namespace="user:9", content="moved away")),
+    ]:
+        with contextlib.suppress(NamespaceForbidden, BackendUnavailable):
+            await put(store, who, forged)
+
+    assert await store.get(writer, victim.id) == victim
+
+
+# -- lifecycle -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model_id", "dimension"), [("another-model", DIM), (MODEL, 4)])
+async def test_opening_a_store_with_another_model_or_dimension_raises_store_config_mismatch(
+    location: Location, writer: NamespaceScope, acme: str, model_id: str, dimension: int
+) -> None:
+    first = await location.open()
+    memory = make_memory("The user likes tea", tenant=acme)
+    await put(first, writer, memory)
+    await location.set_aside(first)
+
+    with pytest.raises(StoreConfigMismatch):
+        await location.open(model_id, dimension)
+
+    # the refusal changed nothing: the right configuration still opens, with the memory in it
+    again = await location.open()
+    assert await again.get(writer, memory.id) == memory
+
+
+async def test_a_closed_store_raises_backend_unavailable(location: Location, writer: NamespaceScope) -> None:
+    store = await location.open()
+    await store.close()
+
+    with pytest.raises(BackendUnavailable):
+        await store.get(writer, make_memory("x", tenant=writer.tenant).id)
+    with pytest.raises(BackendUnavailable):
+        await store.ping()
+
+
+async def test_ping_and_maintain_leave_search_and_list_results_unchanged(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memories = [make_memory(f"fact {i}", tenant=acme, at=START + timedelta(seconds=i)) for i in range(6)]
+    for i, memory in enumerate(memories):
+        await put(store, writer, memory, axis=i)
+    query = ListQuery(("user:1",), None, False, 50, None)
+
+    before = (
+        await store.search(writer, ("user:1",), vec(2), 3, RecallFilter(now=NOW)),
+        await store.list(writer, query),
+    )
+    await store.ping()
+    await store.maintain()
+    after = (await store.search(writer, ("user:1",), vec(2), 3, RecallFilter(now=NOW)), await store.list(writer, query))
+
+    assert [h.memory for h in after[0]] == [h.memory for h in before[0]]
+    assert after[1] == before[1]
+
+
+# -- the server store alone ------------------------------------------------------------------------------------
+
+
+def test_collection_names_carry_the_prefix_a_slug_of_the_model_id_and_the_dimension() -> None:
+    assert collection_name("hindsight", "wordllama-l2-supercat-256", 256) == "hindsight_wordllama_l2_supercat_256_256d"
+    assert collection_name("hs", "BAAI/bge-small-en-v1.5", 384) == "hs_baai_bge_small_en_v1_5_384d"
+    assert collection_name("hs", "///", 8) == "hs_model_8d"
+    with pytest.raises(ValueError, match="prefix"):
+        collection_name("bad prefix", "m", 8)
+
+
+@pytest.fixture(params=SERVER_BACKENDS)
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[AsyncQdrantClient]:
+    """A Qdrant client of this test alone; collections it makes carry a unique prefix and are dropped after."""
+    qdrant = new_client(request.param)
+    yield qdrant
+    if request.param == "qdrant-url":
+        cleaner = new_client(request.param)
+        for described in (await cleaner.get_collections()).collections:
+            if described.name.startswith(PREFIX):
+                await cleaner.delete_collection(described.name)
+        await cleaner.close()
+    await qdrant.close()
+
+
+async def open_server(client: AsyncQdrantClient, model_id: str = MODEL, dimension: int = DIM) -> QdrantServerStore:
+    return await QdrantServerStore.open(client, collection_prefix=PREFIX, model_id=model_id, dimension=dimension)
+
+
+async def test_open_creates_a_collection_with_dense_and_bm25_vectors_and_records_the_model(
+    client: AsyncQdrantClient,
+) -> None:
+    store = await open_server(client)
+
+    assert store.collection == f"{PREFIX}_contract_model_8d"
+    info = await client.get_collection(store.collection)
+    vectors = info.config.params.vectors
+    assert isinstance(vectors, dict)
+    assert (vectors[DENSE].size, vectors[DENSE].distance) == (DIM, qm.Distance.COSINE)
+    sparse = info.config.params.sparse_vectors or {}
+    assert sparse[SPARSE].modifier == qm.Modifier.IDF
+    assert (info.config.metadata or {})["embedding_model"] == MODEL
+    assert (info.config.metadata or {})["dimension"] == DIM
+
+
+async def test_each_embedding_model_gets_a_collection_of_its_own(client: AsyncQdrantClient, acme: str) -> None:
+    writer = scope(acme, write=["user:1"])
+    first = await open_server(client)
+    second = await open_server(client, "other-model", 4)
+    memory = make_memory("The user likes tea", tenant=acme)
+    await put(first, writer, memory)
+
+    assert second.collection != first.collection
+    assert await second.get(writer, memory.id) is None
+    assert await (await open_server(client)).get(writer, memory.id) == memory
+
+
+async def test_model_ids_that_share_a_collection_name_are_refused(client: AsyncQdrantClient) -> None:
+    await open_server(client, "Contract/Model")
+
+    with pytest.raises(StoreConfigMismatch):
+        await open_server(client, "contract-model")
+
+
+async def test_a_collection_that_hindsight_did_not_create_is_refused(client: AsyncQdrantClient) -> None:
+    name = collection_name(PREFIX, MODEL, DIM)
+    await client.create_collection(name, vectors_config={DENSE: qm.VectorParams(size=DIM, distance=qm.Distance.COSINE)})
+
+    with pytest.raises(StoreConfigMismatch):
+        await open_server(client)
+
+
+async def test_ping_raises_backend_unavailable_once_the_collection_is_gone(client: AsyncQdrantClient) -> None:
+    store = await open_server(client)
+    await store.ping()
+
+    await client.delete_collection(store.collection)
+
+    with pytest.raises(BackendUnavailable):
+        await store.ping()
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def test_an_unreachable_server_raises_backend_unavailable_after_a_few_quick_retries() -> None:
+    with pytest.raises(BackendUnavailable):
+        await QdrantServerStore.connect(
+            f"http://127.0.0.1:{unused_port()}", model_id=MODEL, dimension=DIM, call_timeout=1.0
+        )

@@ -1,0 +1,268 @@
+"""The `WorkingMemoryStore` contract, run against `InProcessWorkingMemory` and `RedisWorkingMemory` (on a real
+redis-server), on a `ManualClock`. Plus Redis fault behaviour: a stopped server is `BackendUnavailable`, and the
+same client works again once the server is back."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import anyio
+import pytest
+import redis.asyncio
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from memory.clock import ManualClock
+from memory.errors import BackendUnavailable, NamespaceForbidden
+from memory.models import Turn
+from memory.ports import WorkingMemoryStore
+from memory.scope import NamespaceScope
+from memory.working.in_process import InProcessWorkingMemory
+from memory.working.redis_store import RedisWorkingMemory
+from tests.memory.conftest import START, scope
+from tests.redis_server import RedisServer
+
+pytestmark = pytest.mark.anyio
+
+TTL = 3600
+
+
+def fast_failing_client(url: str) -> redis.asyncio.Redis:
+    """A client that reports a dead server at once instead of retrying for seconds."""
+    return redis.asyncio.Redis.from_url(url, retry=Retry(NoBackoff(), 0), socket_timeout=2, socket_connect_timeout=2)
+
+
+@pytest.fixture(params=["in_process", "redis"])
+async def working(request: pytest.FixtureRequest, clock: ManualClock) -> AsyncIterator[WorkingMemoryStore]:
+    store: WorkingMemoryStore
+    if request.param == "in_process":
+        store = InProcessWorkingMemory(clock)
+    else:
+        url: str = request.getfixturevalue("redis_url")
+        store = RedisWorkingMemory(redis.asyncio.Redis.from_url(url), clock)
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+def me(acme: str) -> NamespaceScope:
+    return scope(acme, read=["shared:team"], write=["user:1"])
+
+
+def turn(n: int) -> Turn:
+    return Turn(role="user", content=f"turn {n}", occurred_at=START + timedelta(seconds=n))
+
+
+async def test_a_session_nobody_wrote_reads_as_none(working: WorkingMemoryStore, me: NamespaceScope) -> None:
+    assert await working.get(me, "user:1", "never-written") is None
+
+
+async def test_turns_beyond_the_window_are_evicted_and_returned_oldest_first(
+    working: WorkingMemoryStore, me: NamespaceScope
+) -> None:
+    evictions = []
+    for n in range(5):
+        _, evicted = await working.append_turn(me, "user:1", "s1", turn(n), window=3, ttl_seconds=TTL)
+        evictions.append(evicted)
+    assert evictions == [[], [], [], [turn(0)], [turn(1)]]
+
+    session, evicted = await working.append_turn(me, "user:1", "s1", turn(5), window=1, ttl_seconds=TTL)
+
+    assert evicted == [turn(2), turn(3), turn(4)]
+    assert session.turns == [turn(5)]
+    stored = await working.get(me, "user:1", "s1")
+    assert stored is not None
+    assert stored.turns == [turn(5)]
+    assert (stored.session_id, stored.namespace) == ("s1", "user:1")
+
+
+async def test_the_window_holds_turns_in_the_order_they_were_appended(
+    working: WorkingMemoryStore, me: NamespaceScope
+) -> None:
+    for n in range(4):
+        session, _ = await working.append_turn(me, "user:1", "s1", turn(n), window=10, ttl_seconds=TTL)
+    assert session.turns == [turn(0), turn(1), turn(2), turn(3)]
+    assert session.state == {}
+
+
+async def test_a_merge_deep_merges_nested_objects_and_none_deletes_a_key(
+    working: WorkingMemoryStore, me: NamespaceScope
+) -> None:
+    initial = {"user": {"name": "Ada", "lang": "en"}, "topic": "billing", "steps": [1, 2]}
+    await working.update_state(me, "user:1", "s1", initial, merge=False, ttl_seconds=TTL)
+
+    session = await working.update_state(
+        me, "user:1", "s1", {"user": {"lang": "fr", "tz": "CET"}, "topic": None, "steps": [3]}, True, TTL
+    )
+
+    expected = {"user": {"name": "Ada", "lang": "fr", "tz": "CET"}, "steps": [3]}
+    assert session.state == expected
+    stored = await working.get(me, "user:1", "s1")
+    assert stored is not None
+    assert stored.state == expected
+
+
+async def test_a_replace_overwrites_the_whole_state_and_keeps_the_turns(
+    working: WorkingMemoryStore, me: NamespaceScope
+) -> None:
+    await working.append_turn(me, "user:1", "s1", turn(0), window=10, ttl_seconds=TTL)
+    await working.update_state(me, "user:1", "s1", {"a": 1, "b": {"c": 2}}, merge=True, ttl_seconds=TTL)
+
+    session = await working.update_state(me, "user:1", "s1", {"z": 26}, merge=False, ttl_seconds=TTL)
+
+    assert session.state == {"z": 26}
+    assert session.turns == [turn(0)]
+
+
+async def test_a_session_expires_ttl_seconds_after_its_last_write(
+    working: WorkingMemoryStore, me: NamespaceScope, clock: ManualClock
+) -> None:
+    session, _ = await working.append_turn(me, "user:1", "s1", turn(0), window=10, ttl_seconds=60)
+    assert session.expires_at == clock.now() + timedelta(seconds=60)
+    clock.advance(59)
+    refreshed = await working.update_state(me, "user:1", "s1", {"k": "v"}, merge=True, ttl_seconds=60)
+    assert refreshed.expires_at == clock.now() + timedelta(seconds=60)
+    clock.advance(59)
+    assert await working.get(me, "user:1", "s1") is not None
+
+    clock.advance(1)
+
+    assert await working.get(me, "user:1", "s1") is None
+
+
+async def test_a_write_after_expiry_starts_an_empty_session(
+    working: WorkingMemoryStore, me: NamespaceScope, clock: ManualClock
+) -> None:
+    await working.append_turn(me, "user:1", "s1", turn(0), window=10, ttl_seconds=60)
+    await working.update_state(me, "user:1", "s1", {"old": True}, merge=True, ttl_seconds=60)
+    clock.advance(61)
+
+    after_turn, evicted = await working.append_turn(me, "user:1", "s1", turn(1), window=10, ttl_seconds=60)
+    assert (after_turn.turns, after_turn.state, evicted) == ([turn(1)], {}, [])
+
+    clock.advance(61)
+    after_state = await working.update_state(me, "user:1", "s1", {"new": True}, merge=True, ttl_seconds=60)
+    assert (after_state.turns, after_state.state) == ([], {"new": True})
+
+
+async def test_tenants_and_namespaces_never_share_a_session(
+    working: WorkingMemoryStore, acme: str, globex: str
+) -> None:
+    acme_scope = scope(acme, write=["user:1", "user:2", "user"])
+    globex_scope = scope(globex, write=["user:1"])
+    await working.update_state(acme_scope, "user:1", "s1", {"who": "acme user:1"}, merge=False, ttl_seconds=TTL)
+    await working.update_state(acme_scope, "user:2", "s1", {"who": "acme user:2"}, merge=False, ttl_seconds=TTL)
+    await working.update_state(globex_scope, "user:1", "s1", {"who": "globex"}, merge=False, ttl_seconds=TTL)
+    # "user" + "1:s1" must not be able to spell the key of "user:1" + "s1".
+    await working.update_state(acme_scope, "user", "1:s1", {"who": "acme user"}, merge=False, ttl_seconds=TTL)
+
+    found = {
+        (label, ns, sid): None if (s := await working.get(sc, ns, sid)) is None else s.state["who"]
+        for label, sc, ns, sid in [
+            ("acme", acme_scope, "user:1", "s1"),
+            ("acme", acme_scope, "user:2", "s1"),
+            ("globex", globex_scope, "user:1", "s1"),
+            ("acme", acme_scope, "user", "1:s1"),
+            ("acme", acme_scope, "user:2", "s2"),
+        ]
+    }
+
+    assert found == {
+        ("acme", "user:1", "s1"): "acme user:1",
+        ("acme", "user:2", "s1"): "acme user:2",
+        ("globex", "user:1", "s1"): "globex",
+        ("acme", "user", "1:s1"): "acme user",
+        ("acme", "user:2", "s2"): None,
+    }
+
+
+async def test_a_read_only_grant_can_read_a_session_but_not_write_it(working: WorkingMemoryStore, acme: str) -> None:
+    writer = scope(acme, write=["shared:team"])
+    reader = scope(acme, read=["shared:team"])
+    await working.append_turn(writer, "shared:team", "s1", turn(0), window=10, ttl_seconds=TTL)
+
+    stored = await working.get(reader, "shared:team", "s1")
+    assert stored is not None
+    assert stored.turns == [turn(0)]
+    with pytest.raises(NamespaceForbidden):
+        await working.append_turn(reader, "shared:team", "s1", turn(1), window=10, ttl_seconds=TTL)
+    with pytest.raises(NamespaceForbidden):
+        await working.update_state(reader, "shared:team", "s1", {"x": 1}, merge=True, ttl_seconds=TTL)
+    stored = await working.get(reader, "shared:team", "s1")
+    assert stored is not None
+    assert (stored.turns, stored.state) == ([turn(0)], {})
+
+
+async def test_a_namespace_outside_the_grant_can_be_neither_read_nor_written(
+    working: WorkingMemoryStore, me: NamespaceScope
+) -> None:
+    with pytest.raises(NamespaceForbidden):
+        await working.get(me, "user:2", "s1")
+    with pytest.raises(NamespaceForbidden):
+        await working.append_turn(me, "user:2", "s1", turn(0), window=10, ttl_seconds=TTL)
+    with pytest.raises(NamespaceForbidden):
+        await working.update_state(me, "user:2", "s1", {"x": 1}, merge=True, ttl_seconds=TTL)
+
+
+async def test_concurrent_appends_keep_the_last_window_and_evict_every_other_turn_exactly_once(
+    working: WorkingMemoryStore, me: NamespaceScope
+) -> None:
+    window, total = 10, 50
+    evicted: list[Turn] = []
+
+    async def append(n: int) -> None:
+        session, gone = await working.append_turn(me, "user:1", "busy", turn(n), window=window, ttl_seconds=TTL)
+        assert session.turns[-1] == turn(n)
+        evicted.extend(gone)
+
+    async with anyio.create_task_group() as tg:
+        for n in range(total):
+            tg.start_soon(append, n)
+
+    final = await working.get(me, "user:1", "busy")
+    assert final is not None
+    assert len(final.turns) == window
+    assert len(evicted) == total - window
+    assert sorted([*evicted, *final.turns], key=lambda t: t.content) == sorted(
+        [turn(n) for n in range(total)], key=lambda t: t.content
+    )
+
+
+async def test_concurrent_merges_of_distinct_keys_all_land(working: WorkingMemoryStore, me: NamespaceScope) -> None:
+    async def merge(n: int) -> None:
+        await working.update_state(me, "user:1", "busy", {f"k{n}": n, "nested": {f"n{n}": n}}, True, TTL)
+
+    async with anyio.create_task_group() as tg:
+        for n in range(30):
+            tg.start_soon(merge, n)
+
+    final = await working.get(me, "user:1", "busy")
+    assert final is not None
+    assert final.state == {**{f"k{n}": n for n in range(30)}, "nested": {f"n{n}": n for n in range(30)}}
+
+
+async def test_redis_down_is_backend_unavailable_and_the_same_client_recovers(
+    own_redis: RedisServer, clock: ManualClock, acme: str
+) -> None:
+    me = scope(acme, write=["user:1"])
+    working = RedisWorkingMemory(fast_failing_client(own_redis.url), clock)
+    await working.append_turn(me, "user:1", "s1", turn(0), window=10, ttl_seconds=TTL)
+
+    own_redis.stop()
+    with pytest.raises(BackendUnavailable):
+        await working.get(me, "user:1", "s1")
+    with pytest.raises(BackendUnavailable):
+        await working.append_turn(me, "user:1", "s1", turn(1), window=10, ttl_seconds=TTL)
+    with pytest.raises(BackendUnavailable):
+        await working.update_state(me, "user:1", "s1", {"x": 1}, merge=True, ttl_seconds=TTL)
+    with pytest.raises(BackendUnavailable):
+        await working.ping()
+
+    own_redis.start()  # an empty server: scripts must be loaded again, data is gone
+    await working.ping()
+    session, _ = await working.append_turn(me, "user:1", "s1", turn(2), window=10, ttl_seconds=TTL)
+    assert session.turns == [turn(2)]
+    merged = await working.update_state(me, "user:1", "s1", {"x": 1}, merge=True, ttl_seconds=TTL)
+    assert merged.state == {"x": 1}
+    await working.close()

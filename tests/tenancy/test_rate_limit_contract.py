@@ -1,0 +1,165 @@
+"""The `RateLimiter` contract, run against `InProcessRateLimiter` and `RedisRateLimiter` (on a real
+redis-server): token buckets per key, consumed all-or-nothing across the buckets of one call."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from memory.errors import BackendUnavailable
+from tenancy.limits import Bucket, RateDecision, RateLimiter, tenant_prefix
+from tenancy.rate_limits import InProcessRateLimiter, RedisRateLimiter
+from tests.redis_server import RedisServer
+from tests.tenancy.signing import FakeMonotonic
+
+pytestmark = pytest.mark.anyio
+
+ALLOWED = RateDecision(allowed=True, retry_after_seconds=0.0)
+MAX_ATTEMPTS = 10_000  # bounded polling against a real server's clock
+
+
+def bucket(tenant: str, name: str, capacity: float, refill_per_second: float) -> Bucket:
+    return Bucket(f"{tenant_prefix(tenant)}:rl:{name}", capacity, refill_per_second)
+
+
+@pytest.fixture(params=["in_process", "redis"])
+async def limiter(request: pytest.FixtureRequest) -> AsyncIterator[RateLimiter]:
+    made: RateLimiter
+    if request.param == "in_process":
+        made = InProcessRateLimiter(clock=FakeMonotonic())
+    else:
+        made = RedisRateLimiter(redis.asyncio.Redis.from_url(request.getfixturevalue("redis_url")))
+    yield made
+    await made.close()
+
+
+@pytest.fixture
+async def redis_limiter(redis_url: str) -> AsyncIterator[RedisRateLimiter]:
+    made = RedisRateLimiter(redis.asyncio.Redis.from_url(redis_url))
+    yield made
+    await made.close()
+
+
+async def test_a_burst_gets_exactly_capacity_calls_and_the_rest_wait_about_one_refill_interval(
+    limiter: RateLimiter,
+) -> None:
+    writes = bucket("acme", "w:sub:agent-1", capacity=5, refill_per_second=0.5)
+
+    decisions = [await limiter.acquire([writes]) for _ in range(10)]
+
+    assert decisions[:5] == [ALLOWED] * 5
+    refused = decisions[5:]
+    assert not any(d.allowed for d in refused)
+    assert all(1.9 < d.retry_after_seconds <= 2.0 for d in refused)
+
+
+async def test_in_process_buckets_refill_as_the_injected_clock_advances() -> None:
+    clock = FakeMonotonic()
+    limiter = InProcessRateLimiter(clock=clock)
+    reads = bucket("acme", "r:sub:agent-1", capacity=2, refill_per_second=4)
+    assert [(await limiter.acquire([reads])).allowed for _ in range(3)] == [True, True, False]
+
+    clock.advance(0.25)
+    assert [(await limiter.acquire([reads])).allowed for _ in range(2)] == [True, False]
+
+    clock.advance(60)  # refills up to capacity, no further
+    assert [(await limiter.acquire([reads])).allowed for _ in range(3)] == [True, True, False]
+
+
+async def test_in_process_retry_after_is_the_time_until_a_token_is_back() -> None:
+    clock = FakeMonotonic()
+    limiter = InProcessRateLimiter(clock=clock)
+    reads = bucket("acme", "r:sub:agent-1", capacity=1, refill_per_second=2)
+    await limiter.acquire([reads])
+    clock.advance(0.2)
+
+    refused = await limiter.acquire([reads])
+
+    assert refused.retry_after_seconds == pytest.approx(0.3)
+    clock.advance(refused.retry_after_seconds)
+    assert await limiter.acquire([reads]) == ALLOWED
+
+
+async def test_redis_buckets_refill_in_server_time(redis_limiter: RedisRateLimiter) -> None:
+    fast = bucket("acme", "r:sub:agent-1", capacity=2, refill_per_second=1000)
+
+    for _ in range(MAX_ATTEMPTS):
+        refused = await redis_limiter.acquire([fast])
+        if not refused.allowed:
+            break
+    else:
+        pytest.fail("a fast bucket was never empty")
+    assert 0 < refused.retry_after_seconds <= 0.001
+
+    for _ in range(MAX_ATTEMPTS):
+        if (await redis_limiter.acquire([fast])).allowed:
+            break
+    else:
+        pytest.fail("a fast bucket never refilled")
+
+
+async def test_redis_buckets_expire_after_twice_their_refill_time(redis_url: str) -> None:
+    client = redis.asyncio.Redis.from_url(redis_url)
+    limiter = RedisRateLimiter(client)
+    slow = bucket("acme", "w:tenant", capacity=10, refill_per_second=0.5)
+
+    await limiter.acquire([slow])
+
+    assert 39_000 < await client.pttl(slow.key) <= 40_000
+    await limiter.close()
+
+
+async def test_when_one_bucket_is_empty_no_bucket_is_consumed(limiter: RateLimiter) -> None:
+    tenant = bucket("acme", "w:tenant", capacity=1, refill_per_second=0.01)
+    subject = bucket("acme", "w:sub:agent-1", capacity=3, refill_per_second=0.01)
+    assert await limiter.acquire([tenant, subject]) == ALLOWED
+
+    refusals = [await limiter.acquire([tenant, subject]) for _ in range(5)]
+
+    assert not any(d.allowed for d in refusals)
+    assert [(await limiter.acquire([subject])).allowed for _ in range(3)] == [True, True, False]
+
+
+async def test_retry_after_is_the_longest_wait_of_the_empty_buckets(limiter: RateLimiter) -> None:
+    tenant = bucket("acme", "w:tenant", capacity=1, refill_per_second=1)
+    subject = bucket("acme", "w:sub:agent-1", capacity=1, refill_per_second=0.25)
+    other = bucket("acme", "w:sub:other", capacity=10, refill_per_second=1)
+    await limiter.acquire([tenant, subject])
+
+    refused = await limiter.acquire([tenant, subject, other])
+
+    assert not refused.allowed
+    assert 3.9 < refused.retry_after_seconds <= 4.0
+
+
+async def test_an_empty_bucket_of_one_tenant_does_not_limit_another_tenant(limiter: RateLimiter) -> None:
+    acme = bucket("acme", "w:tenant", capacity=2, refill_per_second=0.01)
+    globex = bucket("globex", "w:tenant", capacity=2, refill_per_second=0.01)
+    assert [(await limiter.acquire([acme])).allowed for _ in range(3)] == [True, True, False]
+
+    assert [(await limiter.acquire([globex])).allowed for _ in range(3)] == [True, True, False]
+
+
+async def test_a_call_with_no_buckets_is_allowed(limiter: RateLimiter) -> None:
+    assert await limiter.acquire([]) == ALLOWED
+
+
+async def test_redis_down_is_backend_unavailable_and_the_same_client_recovers(own_redis: RedisServer) -> None:
+    client = redis.asyncio.Redis.from_url(own_redis.url, retry=Retry(NoBackoff(), 0), socket_timeout=2)
+    limiter = RedisRateLimiter(client)
+    writes = bucket("acme", "w:tenant", capacity=5, refill_per_second=1)
+    assert await limiter.acquire([writes]) == ALLOWED
+
+    own_redis.stop()
+    with pytest.raises(BackendUnavailable):
+        await limiter.acquire([writes])
+    with pytest.raises(BackendUnavailable):
+        await limiter.ping()
+
+    own_redis.start()
+    assert await limiter.acquire([writes]) == ALLOWED
+    await limiter.close()
