@@ -13,18 +13,23 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from opentelemetry.sdk.trace import TracerProvider
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
-from gateway.http import McpAuthGate, livez, readyz_endpoint
+from gateway.debug import debug_routes
+from gateway.http import McpAuthGate, livez, metrics_endpoint, readyz_endpoint
 from gateway.mcp_server import build_mcp_server
+from gateway.observability import Telemetry, TraceContextMiddleware, TracedTokenVerifier
 from gateway.rate_limit_gate import RateLimitGate
 from gateway.runtime import open_runtime
 from gateway.tool_support import RuntimeHolder
 from memory.clock import Clock
 from ops.config import Settings
+from ops.metrics import Metrics
+from ops.telemetry import build_tracer_provider, tracer_from
 from tenancy import ClaimNames, JwtSettings, JwtVerifier, load_or_create_dev_secret, read_public_keys
 from tenancy.limits import RateLimiter
 
@@ -73,10 +78,15 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
-def create_app(settings: Settings, *, clock: Clock | None = None) -> Starlette:
+def create_app(
+    settings: Settings, *, clock: Clock | None = None, tracer_provider: TracerProvider | None = None
+) -> Starlette:
+    """The gateway app. `tracer_provider` overrides the one built from settings (tests pass an in-memory one)."""
     holder = RuntimeHolder()
-    verifier = JwtVerifier(jwt_settings(settings))
-    mcp = build_mcp_server(holder)
+    provider = tracer_provider or build_tracer_provider(settings.otel_enabled)
+    telemetry = Telemetry(tracer_from(provider), Metrics(tenant_label=settings.metrics_tenant_label))
+    verifier = TracedTokenVerifier(JwtVerifier(jwt_settings(settings)), telemetry.tracer)
+    mcp = build_mcp_server(holder, telemetry)
     mcp.streamable_http_app(
         streamable_http_path="/",
         stateless_http=True,
@@ -89,17 +99,24 @@ def create_app(settings: Settings, *, clock: Clock | None = None) -> Starlette:
         runtime = holder.current()
         return runtime.rate_limiter if runtime is not None else None
 
-    mcp_endpoint = McpAuthGate(RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, current_limiter))
+    def count_rejection(kind: str) -> None:
+        telemetry.metrics.rate_limit_rejections.labels(kind=kind).inc()
+
+    mcp_endpoint = McpAuthGate(
+        RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, current_limiter, count_rejection)
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_runtime(settings, clock) as runtime, mcp.session_manager.run():
+        async with open_runtime(settings, clock, telemetry.tracer) as runtime, mcp.session_manager.run():
             holder.set(runtime)
             app.state.runtime = runtime
             try:
                 yield
             finally:
                 holder.set(None)
+                if tracer_provider is None and provider is not None:
+                    provider.shutdown()
 
     app = Starlette(
         routes=[
@@ -107,12 +124,16 @@ def create_app(settings: Settings, *, clock: Clock | None = None) -> Starlette:
             Route("/mcp/", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
             Route("/livez", livez, methods=["GET"]),
             Route("/readyz", readyz_endpoint(holder), methods=["GET"]),
+            Route("/metrics", metrics_endpoint(telemetry.metrics), methods=["GET"]),
+            *debug_routes(settings, holder, telemetry.metrics),
         ],
         middleware=[
+            Middleware(TraceContextMiddleware, tracer=telemetry.tracer),
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),
         ],
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.telemetry = telemetry
     return app

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from gateway.admin_cli import add_admin_commands
 from ops.config import Settings
+from ops.logging import configure_logging
 from tenancy import mint_token
 
 DEV_TENANT = "dev"
@@ -89,11 +90,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"\nhindsight: MCP endpoint {settings.mcp_url}")
         print(f"dev token (tenant {DEV_TENANT}, namespaces {', '.join(DEV_NAMESPACES)}, 30 days):\n\n  {token}\n")
         print(client_snippets(settings.mcp_url, token) + "\n", flush=True)
+    configure_logging(settings.log_level)
     uvicorn.run(
         create_app(settings),
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
+        log_config=None,  # keep the JSON handler configured above
         proxy_headers=True,
     )
     return 0

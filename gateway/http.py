@@ -6,12 +6,14 @@ import json
 from collections.abc import Awaitable, Callable
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.tool_support import RuntimeHolder
 from memory.errors import MemoryEngineError
+from ops.metrics import Metrics
 from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE
 
 MEMORY_SCOPES = (SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN)
@@ -89,3 +91,10 @@ def readyz_endpoint(holder: RuntimeHolder) -> Callable[[Request], Awaitable[JSON
         )
 
     return readyz
+
+
+def metrics_endpoint(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
+    async def render(request: Request) -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    return render

@@ -10,6 +10,7 @@ from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
 from gateway.admin_tools import register_admin_tools
+from gateway.observability import Telemetry
 from gateway.tool_support import RuntimeHolder, ToolRunner, invalid_arguments
 from gateway.tools import register_tools
 
@@ -36,9 +37,9 @@ class GatewayMCPServer(MCPServer):
             raise
 
 
-def build_mcp_server(holder: RuntimeHolder) -> GatewayMCPServer:
+def build_mcp_server(holder: RuntimeHolder, telemetry: Telemetry) -> GatewayMCPServer:
     server = GatewayMCPServer(name="hindsight", instructions=INSTRUCTIONS, version="0.1.0")
-    runner = ToolRunner(holder)
+    runner = ToolRunner(holder, telemetry)
     register_tools(server, runner)
     register_admin_tools(server, runner)
     return server

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import anyio
 import anyio.to_thread
+from opentelemetry.trace import Tracer
 
+from gateway.observability import traced
 from memory.clock import Clock, SystemClock
 from memory.embedders import build_embedder
 from memory.errors import BackendUnavailable
@@ -70,14 +72,18 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
 
         from memory.stores.qdrant_server import QdrantServerStore
 
-        api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
-        timeout = max(1, math.ceil(settings.backend_timeout_seconds))
-        client = AsyncQdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=timeout)
+        if settings.qdrant_url == ":memory:":  # qdrant-client's local mode: the server code path, for tests
+            client = AsyncQdrantClient(location=":memory:")
+        else:
+            api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+            timeout = max(1, math.ceil(settings.backend_timeout_seconds))
+            client = AsyncQdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=timeout)
         return await QdrantServerStore.open(
             client,
             collection_prefix=settings.qdrant_collection_prefix,
             model_id=embedder.model_id,
             dimension=embedder.dimension,
+            call_timeout=settings.backend_timeout_seconds,
         )
     store_path = settings.data_dir / "vectors"
     return await anyio.to_thread.run_sync(
@@ -128,12 +134,24 @@ def shared_state(
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Runtime]:
-    """Open every backend named by `settings`, run background maintenance, and close it all on exit."""
+async def open_runtime(
+    settings: Settings, clock: Clock | None = None, tracer: Tracer | None = None
+) -> AsyncIterator[Runtime]:
+    """Open every backend named by `settings`, run background maintenance, and close it all on exit. With a
+    tracer, every call to a backend (embedder, vector store, working memory, idempotency, rate limiter) is a
+    span."""
     clock = clock or SystemClock()
     embedder = await anyio.to_thread.run_sync(build_embedder, settings.embedder)
     store = await open_vector_store(settings, embedder)
     working, idempotency, limiter, close_shared = shared_state(settings, clock)
+    if tracer is not None:
+        shared = "redis" if settings.redis_url else "in_process"
+        vectors = "qdrant" if settings.qdrant_url else "qdrant_edge"
+        embedder = traced(embedder, "embedder", tracer, **{"hindsight.embedder": embedder.model_id})
+        store = traced(store, "vector_store", tracer, **{"db.system": vectors})
+        working = traced(working, "working_memory", tracer, **{"db.system": shared})
+        idempotency = traced(idempotency, "idempotency", tracer, **{"db.system": shared})
+        limiter = traced(limiter, "rate_limiter", tracer, **{"db.system": shared}) if limiter else None
     memories = MemoryService(store, embedder, clock, engine_limits(settings), scoring_weights(settings))
     runtime = Runtime(
         settings, embedder, store, working, memories, SessionService(working, memories), idempotency, limiter

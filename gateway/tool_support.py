@@ -7,6 +7,7 @@ and turns its dict into a structured result or any failure into a tool error wit
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,9 +17,11 @@ from mcp_types import CallToolResult
 from gateway.audit import audit_event, emit
 from gateway.errors import ToolFailure, failure_from_exception, ok_result
 from gateway.idempotent_calls import run_idempotent
+from gateway.observability import Telemetry, count_backend_error
 from gateway.runtime import Runtime
 from memory.errors import BackendUnavailable
 from memory.scope import NamespaceScope
+from ops.telemetry import span
 from tenancy import AuthenticationFailed, Principal, principal_from_access_token, scope_for
 
 Operation = Callable[[Runtime, Principal, NamespaceScope], Awaitable[dict[str, Any]]]
@@ -50,8 +53,9 @@ def current_principal() -> Principal:
 
 
 class ToolRunner:
-    def __init__(self, holder: RuntimeHolder) -> None:
+    def __init__(self, holder: RuntimeHolder, telemetry: Telemetry) -> None:
         self.holder = holder
+        self.telemetry = telemetry
 
     async def run(
         self,
@@ -61,25 +65,49 @@ class ToolRunner:
         *,
         mutation: dict[str, Any] | None = None,
     ) -> CallToolResult:
-        """Run one tool call. Mutating tools pass their arguments as `mutation`: the call is then idempotent by
-        `request_id` (or the `Idempotency-Key` header) and emits one audit event."""
+        """Run one tool call inside a `tool <name>` span, timed into the metrics. Mutating tools pass their
+        arguments as `mutation`: the call is then idempotent by `request_id` (or the `Idempotency-Key` header)
+        and emits one audit event."""
+        started = time.perf_counter()
         principal: Principal | None = None
-        try:
-            principal = current_principal()
-            principal.require_scope(needed_scope)
-            runtime = self.holder.get()
-            scope = scope_for(principal)
-            if mutation is None:
-                return ok_result(await operation(runtime, principal, scope))
-            result, body = await run_idempotent(
-                runtime, principal, tool, mutation, lambda: operation(runtime, principal, scope)
-            )
-        except Exception as exc:
-            failure = failure_from_exception(exc, tool)
-            self._audit(tool, principal, mutation, failure.code, None)
-            return failure.to_result()
-        self._audit(tool, principal, mutation, str(body.get("status", "ok")), body)
-        return result
+        with span(self.telemetry.tracer, f"tool {tool}", tool=tool) as current:
+            try:
+                principal = current_principal()
+                current.set_attribute("hindsight.tenant", principal.tenant)
+                principal.require_scope(needed_scope)
+                runtime = self.holder.get()
+                scope = scope_for(principal)
+                if mutation is None:
+                    body = await operation(runtime, principal, scope)
+                    result = ok_result(body)
+                else:
+                    result, body = await run_idempotent(
+                        runtime, principal, tool, mutation, lambda: operation(runtime, principal, scope)
+                    )
+                    if result.meta:
+                        self.telemetry.metrics.idempotent_replays.labels(tool=tool).inc()
+            except Exception as exc:
+                failure = failure_from_exception(exc, tool)
+                count_backend_error(self.telemetry, exc)
+                current.set_attribute("hindsight.outcome", failure.code)
+                self._finish(tool, principal, failure.code, started)
+                self._audit(tool, principal, mutation, failure.code, None)
+                return failure.to_result()
+            outcome = str(body.get("status", "ok"))
+            current.set_attribute("hindsight.outcome", outcome)
+            if isinstance(body.get("memories"), list):
+                current.set_attribute("hindsight.hits", len(body["memories"]))
+            if tool == "write_memory" and not result.meta:
+                self.telemetry.metrics.writes.labels(action=outcome).inc()
+                for _ in body.get("superseded", []):
+                    self.telemetry.metrics.writes.labels(action="superseded").inc()
+            self._finish(tool, principal, "ok", started)
+            self._audit(tool, principal, mutation, outcome, body)
+            return result
+
+    def _finish(self, tool: str, principal: Principal | None, outcome: str, started: float) -> None:
+        tenant = principal.tenant if principal else None
+        self.telemetry.metrics.observe_tool(tool, outcome, time.perf_counter() - started, tenant)
 
     @staticmethod
     def _audit(

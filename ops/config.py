@@ -101,6 +101,11 @@ class Settings(BaseSettings):
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
+    # observability
+    otel_enabled: bool = Field(False, description="Export traces over OTLP/HTTP (configured by OTEL_* variables).")
+    metrics_tenant_label: bool = Field(False, description="Add a tenant label to tool metrics (cardinality!).")
+    debug_views_enabled: bool = Field(False, description="Serve /debug/memories and /debug/stats to admin tokens.")
+
     @field_validator("jwt_algorithms")
     @classmethod
     def _no_none_algorithm(cls, value: list[str]) -> list[str]:

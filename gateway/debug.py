@@ -1,0 +1,108 @@
+"""Debug views for operators, off unless `debug_views_enabled`, and then only for `memory:admin` tokens:
+`/debug/memories` (latest memories of one namespace of the admin's tenant, with metadata) and `/debug/stats`
+(recall and write latency percentiles over a sliding window, and tool call counts)."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from gateway.errors import failure_from_exception
+from gateway.serialize import memory_json
+from gateway.tool_support import RuntimeHolder
+from memory.models import Memory
+from memory.requests import ListRequest
+from ops.config import Settings
+from ops.metrics import Metrics
+from tenancy import SCOPE_ADMIN, Principal, principal_from_access_token, scope_for
+
+MAX_DEBUG_LIMIT = 200
+
+
+def _admin(request: Request) -> Principal | JSONResponse:
+    user = request.scope.get("user")
+    if not isinstance(user, AuthenticatedUser):
+        return JSONResponse(
+            {"error": "invalid_token", "error_description": "an admin bearer token is required"},
+            status_code=401,
+            headers={"WWW-Authenticate": 'Bearer realm="hindsight", error="invalid_token"'},
+        )
+    principal = principal_from_access_token(user.access_token)
+    if not principal.has_scope(SCOPE_ADMIN):
+        return JSONResponse(
+            {"error": "insufficient_scope", "error_description": "debug views need memory:admin"},
+            status_code=403,
+            headers={"WWW-Authenticate": 'Bearer realm="hindsight", error="insufficient_scope"'},
+        )
+    return principal
+
+
+def debug_routes(settings: Settings, holder: RuntimeHolder, metrics: Metrics) -> list[Route]:
+    if not settings.debug_views_enabled:
+        return []
+
+    async def memories(request: Request) -> JSONResponse:
+        principal = _admin(request)
+        if isinstance(principal, JSONResponse):
+            return principal
+        namespace = request.query_params.get("namespace")
+        try:
+            limit = int(request.query_params.get("limit", "20"))
+        except ValueError:
+            limit = 0
+        if not namespace or not 1 <= limit <= MAX_DEBUG_LIMIT:
+            return JSONResponse(
+                {"error": "invalid_argument", "message": f"pass ?namespace=...&limit=1..{MAX_DEBUG_LIMIT}"},
+                status_code=400,
+            )
+        try:
+            runtime = holder.get()
+            scope = scope_for(principal)
+            latest: deque[Memory] = deque(maxlen=limit)
+            cursor = None
+            while True:  # pages come oldest first; keep the newest `limit`
+                page = await runtime.memories.list(
+                    scope, ListRequest(namespace=namespace, include_deleted=True, limit=200, cursor=cursor)
+                )
+                latest.extend(page.memories)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except Exception as exc:
+            failure = failure_from_exception(exc, "debug_memories")
+            return JSONResponse({"error": failure.code, "message": failure.message}, status_code=failure.http_status)
+        return JSONResponse(
+            {
+                "tenant": principal.tenant,
+                "namespace": namespace,
+                "memories": [memory_json(m) | {"content_hash": m.content_hash} for m in reversed(latest)],
+            }
+        )
+
+    async def stats(request: Request) -> JSONResponse:
+        principal = _admin(request)
+        if isinstance(principal, JSONResponse):
+            return principal
+        calls: dict[str, dict[str, float]] = {}
+        for family in metrics.tool_calls.collect():
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    tool, outcome = sample.labels["tool"], sample.labels["outcome"]
+                    calls.setdefault(tool, {})[outcome] = sample.value
+        return JSONResponse(
+            {
+                "window_seconds": metrics.recall_window.seconds,
+                "recall": metrics.recall_window.percentiles(),
+                "write": metrics.write_window.percentiles(),
+                "tool_calls": calls,
+            }
+        )
+
+    return [
+        Route("/debug/memories", memories, methods=["GET"]),
+        Route("/debug/stats", stats, methods=["GET"]),
+    ]

@@ -1,0 +1,134 @@
+"""Observability through the real app: spans of one recall (continuing the caller's traceparent), Prometheus
+metrics after a few calls, and the admin-only debug views."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from starlette.applications import Starlette
+
+from gateway.app import create_app
+from memory.clock import ManualClock
+from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running
+
+pytestmark = pytest.mark.anyio
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_SPAN = "00f067aa0ba902b7"
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+async def observed_app(tmp_path: Path, clock: ManualClock, exporter: InMemorySpanExporter) -> AsyncIterator[Starlette]:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    settings = make_settings(tmp_path / "data", debug_views_enabled=True)
+    async with running(create_app(settings, clock=clock, tracer_provider=provider)) as app:
+        yield app
+
+
+async def test_one_recall_is_a_tree_of_spans_continuing_the_callers_trace(
+    observed_app: Starlette, mint: Mint, exporter: InMemorySpanExporter
+) -> None:
+    token = mint()
+    async with mcp_session(observed_app, token) as client:
+        data(await client.call_tool("write_memory", {"content": "The user's cat is named Miso"}))
+    exporter.clear()
+    headers = {"Authorization": f"Bearer {token}", "traceparent": f"00-{TRACE_ID}-{PARENT_SPAN}-01"}
+    http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=observed_app), base_url=BASE_URL, headers=headers)
+    async with http, Client(streamable_http_client(f"{BASE_URL}/mcp", http_client=http)) as client:
+        exporter.clear()  # only the recall request's spans
+        data(await client.call_tool("recall_memory", {"query": "cat name", "top_k": 3}))
+    spans = exporter.get_finished_spans()
+    by_id = {s.context.span_id: s for s in spans}
+    [tool] = [s for s in spans if s.name == "tool recall_memory"]
+    assert tool.parent is not None
+    server = by_id[tool.parent.span_id]  # the HTTP request that carried the tools/call
+
+    def children(parent: object, name: str) -> list[object]:
+        return [s for s in spans if s.name == name and s.parent and s.parent.span_id == parent.context.span_id]  # type: ignore[attr-defined]
+
+    assert server.name == "POST /mcp"
+    assert format(server.context.trace_id, "032x") == TRACE_ID
+    assert server.parent is not None and format(server.parent.span_id, "016x") == PARENT_SPAN
+    assert all(s.context.trace_id == server.context.trace_id for s in spans)
+    assert len(children(server, "auth.verify_token")) == 1
+    assert len(children(tool, "embedder.embed_query")) == 1
+    [search] = children(tool, "vector_store.search")
+    assert tool.attributes is not None
+    assert tool.attributes["hindsight.tenant"] == "acme"
+    assert tool.attributes["hindsight.hits"] == 1
+    assert tool.attributes["hindsight.outcome"] == "ok"
+    assert search.attributes is not None and search.attributes["db.system"] == "qdrant_edge"  # type: ignore[attr-defined]
+    for finished in spans:  # no content and no token in any attribute
+        values = " ".join(str(v) for v in (finished.attributes or {}).values())
+        assert "Miso" not in values and token not in values
+
+
+async def test_metrics_show_latency_histograms_and_counters_after_calls(observed_app: Starlette, mint: Mint) -> None:
+    async with mcp_session(observed_app, mint()) as client:
+        data(await client.call_tool("write_memory", {"content": "Quarterly planning is in March"}))
+        data(await client.call_tool("write_memory", {"content": "Quarterly planning is in March"}))
+        data(await client.call_tool("recall_memory", {"query": "planning"}))
+        await client.call_tool("forget_memory", {"id": "01890a5d-ac96-774b-bcce-b302099a8057"})
+        data(await client.call_tool("write_memory", {"content": "Replay me", "request_id": "m-1"}))
+        data(await client.call_tool("write_memory", {"content": "Replay me", "request_id": "m-1"}))
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=observed_app), base_url=BASE_URL) as http:
+        response = await http.get("/metrics")
+    text = response.text
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    assert 'hindsight_recall_latency_seconds_bucket{le="0.001"}' in text
+    assert 'hindsight_recall_latency_seconds_bucket{le="5.0"} 1.0' in text
+    assert "hindsight_recall_latency_seconds_count 1.0" in text
+    assert 'hindsight_tool_calls_total{outcome="ok",tool="write_memory"} 4.0' in text
+    assert 'hindsight_tool_calls_total{outcome="not_found",tool="forget_memory"} 1.0' in text
+    assert 'hindsight_writes_total{action="created"} 2.0' in text
+    assert 'hindsight_writes_total{action="skipped"} 1.0' in text
+    assert 'hindsight_idempotent_replays_total{tool="write_memory"} 1.0' in text
+    assert "tenant=" not in text
+
+
+async def test_debug_views_serve_admins_only(observed_app: Starlette, mint: Mint) -> None:
+    async with mcp_session(observed_app, mint()) as client:
+        for i in range(3):
+            data(await client.call_tool("write_memory", {"content": f"debug fact {i}"}))
+        data(await client.call_tool("recall_memory", {"query": "debug fact"}))
+    admin = mint(sub="ops", read=[], write=[], admin=True)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=observed_app), base_url=BASE_URL) as http:
+        anonymous = await http.get("/debug/stats")
+        user = await http.get("/debug/stats", headers={"Authorization": f"Bearer {mint()}"})
+        stats = await http.get("/debug/stats", headers={"Authorization": f"Bearer {admin}"})
+        latest = await http.get(
+            "/debug/memories?namespace=user:1&limit=2", headers={"Authorization": f"Bearer {admin}"}
+        )
+        other_tenant = await http.get(
+            "/debug/memories?namespace=user:1&limit=2",
+            headers={"Authorization": f"Bearer {mint(tenant='globex', sub='ops', admin=True)}"},
+        )
+    assert anonymous.status_code == 401
+    assert user.status_code == 403
+    assert stats.status_code == 200
+    assert stats.json()["recall"]["count"] == 1
+    assert stats.json()["write"]["p99_ms"] is not None
+    assert [m["content"] for m in latest.json()["memories"]] == ["debug fact 2", "debug fact 1"]
+    assert other_tenant.json()["memories"] == []
+
+
+async def test_debug_views_are_absent_unless_enabled(app: Starlette, mint: Mint) -> None:
+    admin = mint(sub="ops", admin=True)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE_URL) as http:
+        response = await http.get("/debug/stats", headers={"Authorization": f"Bearer {admin}"})
+    assert response.status_code == 404
