@@ -133,3 +133,46 @@ def test_cli_export_import_and_purge_work_in_direct_mode(tmp_path: Path, mint: M
     purged = cli("purge", "--tenant", "acme", "--namespace", "user:1", "--confirm", "user:1")
     assert purged.returncode == 0, purged.stderr
     assert "purged 3" in purged.stderr
+
+
+async def test_export_purge_import_restores_a_namespace_with_its_metadata(app: Starlette, mint: Mint) -> None:
+    admin = mint(tenant="acme", sub="ops", read=[], write=[], admin=True)
+    async with mcp_session(app, mint()) as client:
+        for i in range(4):
+            data(
+                await client.call_tool(
+                    "write_memory",
+                    {
+                        "content": f"Restorable fact {i}",
+                        "tags": ["a", f"n{i}"],
+                        "importance": 0.1 * (i + 1),
+                        "metadata": {"source": "crm", "row": i},
+                        "kind": "semantic" if i % 2 else "episodic",
+                        "session_id": "sess-1",
+                        "occurred_at": f"2026-0{i + 1}-01T10:00:00Z",
+                    },
+                )
+            )
+    keys = ("content", "tags", "importance", "metadata", "kind", "session_id", "created_at", "deleted_at")
+
+    def essence(records: list[dict[str, object]]) -> list[tuple[object, ...]]:
+        return sorted(tuple(str(r[k]) for k in keys) for r in records)
+
+    async with mcp_session(app, admin) as client:
+        before = data(await client.call_tool("export_memories", {"namespace": "user:1"}))["records"]
+        data(await client.call_tool("purge_namespace", {"namespace": "user:1", "confirm": "user:1"}))
+        emptied = data(await client.call_tool("export_memories", {"namespace": "user:1"}))["records"]
+        data(await client.call_tool("import_memories", {"namespace": "user:1", "records": before}))
+        after = data(await client.call_tool("export_memories", {"namespace": "user:1"}))["records"]
+    assert emptied == []
+    assert len(before) == 4
+    assert essence(after) == essence(before)
+
+
+async def test_share_to_an_unwritable_namespace_writes_nothing_anywhere(app: Starlette, mint: Mint) -> None:
+    token = mint(tenant="acme", read=["user:1", "shared:t"], write=["user:1"])
+    async with mcp_session(app, token) as client:
+        refused = await client.call_tool("write_memory", {"content": "shared secret", "share_to": ["shared:t"]})
+        listed = data(await client.call_tool("list_memories", {"include_deleted": True}))
+    assert error_code(refused) == "namespace_forbidden"
+    assert listed["memories"] == []
