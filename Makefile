@@ -31,3 +31,13 @@ format: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# Helm chart check without a helm binary: Helm's Go library from helm-sdkpy (PyPI, needs Python >= 3.12) in
+# .venv-helm, created on first use by deploy/helm_check.py. Lints helm/hindsight and renders its defaults.
+.PHONY: helm-venv helm-lint
+
+helm-venv:
+	$(PYTHON) deploy/helm_check.py --ensure-venv
+
+helm-lint: helm-venv
+	$(PYTHON) deploy/helm_check.py --summary
