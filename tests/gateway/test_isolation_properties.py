@@ -20,7 +20,12 @@ state) outside the caller's grants. After every call:
   agent runs as a new call, never replays someone else's answer.
 
 One app is started for the module (in a blocking portal) and every example uses fresh tenant ids, so examples
-only meet as "stale" ids of other tenants, which are probed on purpose.
+only meet as "stale" ids of other tenants, which are probed on purpose. Two explicit examples pin the patterns
+that matter most (shared copies and their readers, same subject and request id in two tenants, admin tools).
+Run with `--hypothesis-show-statistics` to see how often each outcome was exercised.
+
+Known finding (xfail below): a shared copy's `origin_id` names its origin to readers who may not read the
+origin's namespace; the property tolerates exactly that one id and nothing else.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any, Literal
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import event as note_outcome
 from hypothesis import strategies as st
 from mcp import Client
@@ -77,10 +82,11 @@ class AgentSpec:
 
 @dataclass(frozen=True)
 class Target:
-    """An id to act on: one written in this example (any, or one the agent can read), a stale one (of an
-    earlier example's tenant, or purged) or a random unknown id; optionally upper-cased (ids are canonicalised)."""
+    """An id to act on: one written in this example (one the agent can write, or read, or any), a stale one (of
+    an earlier example's tenant, or purged) or a random unknown id; optionally upper-cased (ids are
+    canonicalised)."""
 
-    source: Literal["readable", "known", "stale", "unknown"]
+    source: Literal["writable", "readable", "known", "stale", "unknown"]
     index: int
     upper: bool
 
@@ -88,8 +94,9 @@ class Target:
 @dataclass(frozen=True)
 class Write:
     agent: int
-    namespace: str | None
+    namespace: str | int | None  # an int picks one of the agent's write grants
     share_to: tuple[str, ...]
+    share_granted_only: bool  # keep only the share_to namespaces the agent may write (so the write succeeds)
     copy_of: int | None  # reuse the exact content of an earlier memory (probes the duplicate check)
     topic: int
     request_id: str | None
@@ -168,11 +175,13 @@ class Purge:
 
 @dataclass(frozen=True)
 class Retry:
-    """Send an earlier mutating call again, with the very same arguments and request id, as `agent` (maybe
-    the same agent: a replay; maybe one of another tenant with the same subject name: a new call)."""
+    """Send an earlier mutating call again, with the very same arguments and request id: by its sender (a
+    replay if it had a request id and succeeded), by its "twin" (same subject and grants, other tenant) or by
+    `agent`. Anyone but the sender makes a new call and must never get the sender's stored answer."""
 
     agent: int
     index: int
+    by: Literal["sender", "twin", "agent"]
 
 
 Op = Write | Recall | ListOp | Forget | Restore | WhoAmI | PutState | GetState | Export | Import | Purge | Retry
@@ -184,19 +193,20 @@ class Scenario:
     ops: tuple[Op, ...]
 
 
+kinds: st.SearchStrategy[AgentKind] = st.sampled_from(["plain", "plain", "plain", "plain", "admin", "read_only"])
 grants = st.lists(st.sampled_from(NAMESPACES), unique=True, max_size=3).map(tuple)
 agent_specs = st.builds(
     AgentSpec,
     tenant=st.integers(0, TENANTS - 1),
     read=grants,
     write=st.one_of(grants.filter(bool), grants),
-    kind=st.sampled_from(["plain", "plain", "plain", "plain", "admin", "read_only"]),
+    kind=kinds,
 )
 maybe_namespace = st.none() | st.sampled_from(NAMESPACES)
-request_ids = st.one_of(st.none(), st.none(), st.sampled_from(REQUEST_IDS))
+request_ids = st.none() | st.sampled_from(REQUEST_IDS)
 targets = st.builds(
     Target,
-    source=st.sampled_from(["readable", "readable", "known", "known", "stale", "unknown"]),
+    source=st.sampled_from(["writable", "writable", "readable", "readable", "known", "stale", "unknown"]),
     index=st.integers(0, 1000),
     upper=st.booleans(),
 )
@@ -204,20 +214,37 @@ targets = st.builds(
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
-    agents = tuple(draw(st.lists(agent_specs, min_size=2, max_size=4)))
+    specs = draw(st.lists(agent_specs, min_size=1, max_size=3))
+    # siblings: same tenant as an earlier agent, writing a subset of its namespaces and only reading the rest
+    # (the typical "reader of a shared namespace" and "writer of an origin but not of all its copies")
+    for base_index, kept, kind in draw(
+        st.lists(st.tuples(st.integers(0, 10), st.lists(st.booleans(), min_size=3, max_size=3), kinds), max_size=2)
+    ):
+        base = specs[base_index % len(specs)]
+        writes = tuple(ns for ns, keep in zip(base.write, kept, strict=False) if keep)
+        reads = tuple(dict.fromkeys((*base.read, *base.write)))
+        specs.append(AgentSpec(base.tenant, reads, writes, kind))
+    agents = tuple(specs)
     agent = st.integers(0, len(agents) - 1)
     write = st.builds(
         Write,
         agent=agent,
-        namespace=maybe_namespace,
-        share_to=st.one_of(st.just(()), st.just(()), st.lists(st.sampled_from(NAMESPACES), max_size=2).map(tuple)),
+        namespace=st.one_of(st.none(), st.sampled_from(NAMESPACES), st.integers(0, 2)),
+        share_to=st.one_of(st.just(()), st.lists(st.sampled_from(NAMESPACES), min_size=1, max_size=3).map(tuple)),
+        share_granted_only=st.booleans(),
         copy_of=st.one_of(st.none(), st.none(), st.none(), st.integers(0, 1000)),
         topic=st.integers(0, len(TOPICS) - 1),
         request_id=request_ids,
     )
+    forget = st.builds(Forget, agent=agent, target=targets, request_id=request_ids)
+    restore = st.builds(Restore, agent=agent, target=targets, request_id=request_ids)
     op = st.one_of(
         write,
         write,
+        forget,
+        forget,
+        restore,
+        restore,
         st.builds(
             Recall,
             agent=agent,
@@ -226,8 +253,6 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         ),
         st.builds(ListOp, agent=agent, namespace=maybe_namespace, include_deleted=st.booleans(), cursor=st.none()),
         st.builds(ListOp, agent=agent, namespace=maybe_namespace, include_deleted=st.booleans(), cursor=targets),
-        st.builds(Forget, agent=agent, target=targets, request_id=request_ids),
-        st.builds(Restore, agent=agent, target=targets, request_id=request_ids),
         st.builds(WhoAmI, agent=agent),
         st.builds(
             PutState,
@@ -254,9 +279,11 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             confirmed=st.booleans() | st.just(True),
             request_id=request_ids,
         ),
-        st.builds(Retry, agent=agent, index=st.integers(0, 1000)),
+        st.builds(Retry, agent=agent, index=st.integers(0, 1000), by=st.sampled_from(["sender", "twin", "agent"])),
+        st.builds(Retry, agent=agent, index=st.integers(0, 1000), by=st.sampled_from(["sender", "twin", "agent"])),
     )
-    ops = tuple(draw(st.lists(op, min_size=3, max_size=8)))
+    # a few writes first, so that most calls meet data (their own, their tenant's, another tenant's)
+    ops = (*draw(st.lists(write, min_size=1, max_size=3)), *draw(st.lists(op, min_size=3, max_size=8)))
     return Scenario(agents, ops)
 
 
@@ -332,8 +359,20 @@ class World:
     touched_states: set[tuple[str, str, str]] = field(default_factory=set)
     # idempotency: (tenant, subject, tool, request_id) -> (arguments without the request id, first answer)
     answers: dict[tuple[str, str, str, str], tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
-    sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # mutating calls, for `Retry`
+    sent: list[tuple[Agent, str, dict[str, Any]]] = field(default_factory=list)  # mutating calls, for `Retry`
+    twins: dict[tuple[str, str], Agent] = field(default_factory=dict)
     counter: int = 0
+
+    def twin(self, agent: Agent) -> Agent:
+        """The same subject in the next tenant: an agent of the scenario if there is one, else one with the same
+        grants (its token then differs only in the tenant)."""
+        spec = AgentSpec((agent.spec.tenant + 1) % TENANTS, agent.spec.read, agent.spec.write, agent.spec.kind)
+        identity = (self.tenants[spec.tenant], agent.subject)
+        for other in [*self.agents, *self.twins.values()]:
+            if (other.tenant, other.subject) == identity:
+                return other
+        self.twins[identity] = mint_agent(spec, self.tenants, agent.subject)
+        return self.twins[identity]
 
     def new_marker(self) -> str:
         # 'zq' never occurs in a UUID, an ISO timestamp or any fixed text of an answer
@@ -364,11 +403,14 @@ class World:
         return list(self.mems.values())[index % len(self.mems)] if self.mems else None
 
     def resolve(self, target: Target, agent: Agent) -> str:
+        writable = [m.id for m in self.mems.values() if agent.can_write(m.tenant, m.namespace)]
         readable = [m.id for m in self.mems.values() if self.visible(agent, m)]
         dead = [*self.stale_ids, *self.gone]
-        if target.source == "readable" and readable:
+        if target.source == "writable" and writable:
+            chosen = writable[target.index % len(writable)]
+        elif target.source in ("writable", "readable") and readable:
             chosen = readable[target.index % len(readable)]
-        elif target.source in ("readable", "known") and self.mems:
+        elif target.source != "stale" and target.source != "unknown" and self.mems:
             chosen = list(self.mems)[target.index % len(self.mems)]
         elif target.source == "stale" and dead:
             chosen = dead[target.index % len(dead)]
@@ -393,13 +435,16 @@ class AuditTap(logging.Handler):
             self.events.append(audit)
 
 
-@dataclass
+@dataclass(repr=False)
 class Gateway:
     portal: BlockingPortal
     app: Starlette
     not_found_body: dict[str, Any]
     audit: AuditTap
     stale_ids: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:  # shows up in hypothesis' report of a failing example
+        return f"<running app, {len(self.stale_ids)} stale ids>"
 
 
 @pytest.fixture(scope="module")
@@ -422,7 +467,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                     result = await client.call_tool("forget_memory", {"id": str(uuid.uuid4())})
                 assert result.is_error
                 assert result.structured_content is not None
-                return result.structured_content
+                return dict(result.structured_content)
 
             body = portal.call(unknown_id_answer)
             assert body["error"]["code"] == "not_found"
@@ -443,7 +488,7 @@ def cursor_for(memory_id: str) -> str:
 def ok(result: CallToolResult) -> dict[str, Any]:
     assert not result.is_error, result.structured_content
     assert result.structured_content is not None
-    return result.structured_content
+    return dict(result.structured_content)
 
 
 def code(result: CallToolResult) -> str:
@@ -458,7 +503,7 @@ class Runner:
         self.world = world
         self.stack = stack
         self.clients: dict[tuple[str, str], Client] = {}
-        self.no_grant_answers: dict[str, dict[str, Any]] = {}
+        self.no_grant_answers: dict[tuple[str, str], dict[str, Any]] = {}
         self.outcomes: set[str] = set()  # reported as hypothesis events (which only work on the test's thread)
 
     async def client(self, agent: Agent) -> Client:
@@ -468,7 +513,7 @@ class Runner:
         return self.clients[key]
 
     async def call(
-        self, agent: Agent, tool: str, arguments: dict[str, Any], sent_ids: tuple[str, ...] = ()
+        self, agent: Agent, tool: str, arguments: dict[str, Any], sent_ids: tuple[str, ...] = (), sent: str = ""
     ) -> CallToolResult:
         """One tool call, with the checks every answer must pass whatever the call was."""
         seen = len(self.gateway.audit.events)
@@ -480,11 +525,11 @@ class Runner:
             assert not [m for m in every_marker if m in logged], f"audit event carries content: {audit}"
         assert result.structured_content is not None, (tool, result.content)
         text = json.dumps(result.structured_content) + "".join(getattr(part, "text", "") for part in result.content)
-        leaked = [marker for marker in self.world.foreign_markers(agent) if marker in text]
+        echoed = json.dumps(arguments) + sent  # what the caller sent may come back (e.g. a state it wrote)
+        leaked = [m for m in self.world.foreign_markers(agent) if m in text and m not in echoed]
         assert not leaked, f"{tool} by {agent.spec} returned content outside its grants: {text}"
-        lowered = text.lower()
-        sent = {s.lower() for s in sent_ids}
-        revealed = [i for i in self.world.foreign_ids(agent) if i not in sent and i in lowered]
+        lowered, own = text.lower(), {i.lower() for i in sent_ids}
+        revealed = [i for i in self.world.foreign_ids(agent) if i not in own and i in lowered]
         assert not revealed, f"{tool} by {agent.spec} revealed ids outside its grants: {text}"
         if result.is_error:
             assert code(result) != "internal", f"{tool} {arguments} by {agent.spec} failed: {text}"
@@ -497,17 +542,18 @@ class Runner:
         can read no namespace at all `namespace_forbidden` (whatever the id, so it reveals nothing either)."""
         if agent.admin or agent.all_readable:
             return self.gateway.not_found_body
-        if agent.subject not in self.no_grant_answers:
+        identity = (agent.tenant, agent.subject)
+        if identity not in self.no_grant_answers:
             assert code(result) == "namespace_forbidden"
             assert result.structured_content is not None
-            self.no_grant_answers[agent.subject] = result.structured_content
-        return self.no_grant_answers[agent.subject]
+            self.no_grant_answers[identity] = result.structured_content
+        return self.no_grant_answers[identity]
 
     # -- oracle ----------------------------------------------------------------------------------------------
 
-    async def tenant_listing(self, tenant: str) -> list[dict[str, Any]]:
+    async def tenant_listing(self, tenant: str, just_sent: str = "") -> list[dict[str, Any]]:
         oracle = self.world.oracles[tenant]
-        listed = ok(await self.call(oracle, "list_memories", {"include_deleted": True, "limit": 200}))
+        listed = ok(await self.call(oracle, "list_memories", {"include_deleted": True, "limit": 200}, sent=just_sent))
         assert listed["next_cursor"] is None
         return list(listed["memories"])
 
@@ -543,11 +589,14 @@ class Runner:
                 await self.export(agent, op)
             case Retry():
                 if self.world.sent:
-                    tool, arguments = self.world.sent[op.index % len(self.world.sent)]
-                    await self.mutate(agent, tool, arguments)
+                    sender, tool, arguments = self.world.sent[op.index % len(self.world.sent)]
+                    by = sender if op.by == "sender" else self.world.twin(sender) if op.by == "twin" else agent
+                    if by.tenant != sender.tenant and "request_id" in arguments:
+                        self.outcomes.add("retry by another tenant with the same request_id")
+                    await self.mutate(by, tool, arguments)
             case _:
                 tool, arguments = self.arguments_for(agent, op)
-                self.world.sent.append((tool, arguments))
+                self.world.sent.append((agent, tool, arguments))
                 await self.mutate(agent, tool, arguments)
 
     async def recall(self, agent: Agent, op: Recall) -> None:
@@ -623,7 +672,7 @@ class Runner:
             namespace: str | None = op.namespace if agent.can_read(agent.tenant, op.namespace) else None
         elif agent.spec.write:
             namespace = agent.spec.write[0]
-        elif agent.admin and not agent.all_readable:  # spans the tenant: it has to name the namespace
+        elif agent.admin:  # without a write grant an admin token spans the tenant: it has to name the namespace
             assert code(result) == "invalid_argument"
             return
         else:
@@ -664,10 +713,13 @@ class Runner:
                 if source is not None:
                     content, marker = source.content, source.marker
                 arguments = {"content": content, "metadata": {"marker": marker}}
-                if op.namespace is not None:
+                if isinstance(op.namespace, int) and agent.spec.write:
+                    arguments["namespace"] = agent.spec.write[op.namespace % len(agent.spec.write)]
+                elif isinstance(op.namespace, str):
                     arguments["namespace"] = op.namespace
-                if op.share_to:
-                    arguments["share_to"] = list(op.share_to)
+                share_to = [ns for ns in op.share_to if agent.can_write(agent.tenant, ns) or not op.share_granted_only]
+                if share_to:
+                    arguments["share_to"] = share_to
                 tool = "write_memory"
             case Forget() | Restore():
                 tool = "forget_memory" if isinstance(op, Forget) else "restore_memory"
@@ -716,6 +768,7 @@ class Runner:
             if first_arguments == fingerprint:  # a retry: the first answer again, and nothing written again
                 assert not result.is_error, result.structured_content
                 assert result.structured_content == first_answer
+                self.outcomes.add(f"{tool}: replayed")
             else:
                 assert code(result) == "idempotency_conflict"
             await self.check_stores_match_model()
@@ -789,8 +842,12 @@ class Runner:
         mem.deleted = forget
         if mem.origin is None:  # an origin takes its linked copies along, where the caller may write
             for copy in self.world.mems.values():
-                if copy.origin == mem.id and agent.can_write(copy.tenant, copy.namespace):
+                if copy.origin != mem.id:
+                    continue
+                if agent.can_write(copy.tenant, copy.namespace):
                     copy.deleted = forget
+                else:
+                    self.outcomes.add(f"{tool} of an origin with a copy the caller may not change")
         return True
 
     async def put_state(self, agent: Agent, arguments: dict[str, Any], result: CallToolResult) -> bool:
@@ -825,7 +882,8 @@ class Runner:
             "imported": len(created),
             "skipped": len(records) - len(created),
         }
-        fresh = [m for m in await self.tenant_listing(agent.tenant) if m["id"] not in world.mems]
+        listing = await self.tenant_listing(agent.tenant, just_sent=json.dumps(records))
+        fresh = [m for m in listing if m["id"] not in world.mems]
         assert sorted(m["content"] for m in fresh) == sorted(created), "import wrote other memories than asked"
         for memory in fresh:
             marker, deleted = created[memory["content"]]
@@ -856,25 +914,28 @@ def assert_matches(got: dict[str, Any], mem: Mem) -> None:
     assert (got["deleted_at"] is not None) == mem.deleted
 
 
+def mint_agent(spec: AgentSpec, tenants: list[str], subject: str) -> Agent:
+    token = mint_token(
+        SECRET,
+        tenant=tenants[spec.tenant],
+        subject=subject,
+        read=list(spec.read),
+        write=list(spec.write),
+        admin=spec.kind == "admin",
+        scopes=["memory:read"] if spec.kind == "read_only" else None,
+    )
+    return Agent(spec, tenants[spec.tenant], subject, token)
+
+
 def make_world(scenario: Scenario, stale_ids: list[str]) -> World:
     suffix = uuid.uuid4().hex[:10]
     tenants = [f"t{i}-{suffix}" for i in range(TENANTS)]
-    agents = []
+    agents: list[Agent] = []
     for number, spec in enumerate(scenario.agents):
-        tenant = tenants[spec.tenant]
         subject = f"agent-{number % 2}"  # subject names repeat across tenants (idempotency keys, rate limits)
-        if any((a.tenant, a.subject) == (tenant, subject) for a in agents):
+        if any((a.tenant, a.subject) == (tenants[spec.tenant], subject) for a in agents):
             subject = f"agent-{number}"
-        token = mint_token(
-            SECRET,
-            tenant=tenant,
-            subject=subject,
-            read=list(spec.read),
-            write=list(spec.write),
-            admin=spec.kind == "admin",
-            scopes=["memory:read"] if spec.kind == "read_only" else None,
-        )
-        agents.append(Agent(spec, tenant, subject, token))
+        agents.append(mint_agent(spec, tenants, subject))
     oracles = {}
     for number, tenant in enumerate(tenants):
         spec = AgentSpec(number, (), (), "admin")
@@ -886,13 +947,63 @@ def make_world(scenario: Scenario, stale_ids: list[str]) -> World:
 async def run_scenario(gateway: Gateway, scenario: Scenario) -> tuple[list[str], set[str]]:
     """Run one example's calls with fresh tenants; returns the ids it wrote and the outcomes it saw."""
     world = make_world(scenario, gateway.stale_ids)
+    failure: AssertionError | None = None
     async with AsyncExitStack() as stack:
         runner = Runner(gateway, world, stack)
-        for op in scenario.ops:
-            await runner.run(op)
-        await runner.check_stores_match_model()
-        await runner.check_states_match_model()
+        try:
+            for op in scenario.ops:
+                await runner.run(op)
+            await runner.check_stores_match_model()
+            await runner.check_states_match_model()
+        except AssertionError as exc:  # raised below, outside the clients' task groups, to keep it readable
+            failure = exc
+    if failure is not None:
+        raise failure
     return [*world.mems, *world.gone], runner.outcomes
+
+
+# Always run first (hypothesis' explicit phase): the patterns that matter most, spelled out.
+SHARED_COPY_AND_OUTSIDERS = Scenario(
+    agents=(
+        AgentSpec(0, (), ("user:1", "shared:team"), "plain"),  # t0/agent-0 writes and shares
+        AgentSpec(0, ("shared:team",), ("user:1",), "plain"),  # t0/agent-1 may change the origin, not the copy
+        AgentSpec(1, ("user:1",), ("user:1", "shared:team"), "plain"),  # t1/agent-0: same names, other tenant
+    ),
+    ops=(
+        Write(0, "user:1", ("shared:team",), True, None, 0, "r1"),
+        Forget(1, Target("writable", 0, False), None),  # the origin goes, the copy it may not change stays
+        Recall(1, None, 0),
+        ListOp(1, None, True, None),
+        Restore(1, Target("writable", 0, False), "r1"),
+        Forget(0, Target("writable", 0, False), None),  # its writer takes the copy along
+        ListOp(2, None, True, Target("known", 0, False)),  # a cursor on another tenant's id
+        Forget(2, Target("known", 1, True), None),  # another tenant's id, upper-cased
+        Restore(2, Target("known", 0, False), "r1"),
+        Retry(2, 0, "agent"),  # the same subject, request id and arguments in another tenant: a new write
+        Retry(0, 0, "sender"),  # the sender again: the first answer, nothing written
+        Retry(0, 0, "twin"),
+    ),
+)
+ADMIN_TOOLS_AND_STATES = Scenario(
+    agents=(
+        AgentSpec(0, (), ("user:1",), "plain"),
+        AgentSpec(1, (), ("user:1",), "admin"),
+        AgentSpec(1, ("user:2",), (), "read_only"),
+    ),
+    ops=(
+        Write(0, None, (), False, None, 1, None),
+        PutState(0, None, "s1", "r2"),
+        Import(1, "user:1", ((0, False), (None, True)), "r1"),  # another tenant's text, into its own namespace
+        GetState(1, "user:1", "s1"),
+        Export(1, "user:1"),
+        Purge(1, "user:1", True, "r2"),  # only its own tenant's user:1
+        Write(2, None, (), False, None, 0, None),
+        Recall(2, ("user:1",), 0),
+        Forget(1, Target("stale", 0, False), None),
+        Retry(1, 1, "twin"),  # t0's state update by its twin in t1
+        GetState(0, "user:1", "s1"),
+    ),
+)
 
 
 @settings(
@@ -903,6 +1014,8 @@ async def run_scenario(gateway: Gateway, scenario: Scenario) -> tuple[list[str],
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(scenario=scenarios())
+@example(scenario=SHARED_COPY_AND_OUTSIDERS)
+@example(scenario=ADMIN_TOOLS_AND_STATES)
 def test_no_call_crosses_a_tenant_or_namespace_grant(gateway: Gateway, scenario: Scenario) -> None:
     written, outcomes = gateway.portal.call(run_scenario, gateway, scenario)
     for outcome in sorted(outcomes):
