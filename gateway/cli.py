@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from gateway.admin_cli import add_admin_commands
+from gateway.eval_cli import add_eval_commands
 from ops.config import Settings
 from ops.logging import configure_logging
 from tenancy import mint_token
@@ -132,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     token.set_defaults(func=cmd_token)
 
     add_admin_commands(sub)
+    add_eval_commands(sub)
     return parser
 
 

@@ -29,6 +29,10 @@ class ManualClock:
     def advance(self, seconds: float) -> None:
         self._now += timedelta(seconds=seconds)
 
+    def set(self, moment: datetime) -> None:
+        """Jump to `moment` (forwards or backwards: replaying history, e.g. an evaluation)."""
+        self._now = moment
+
 
 def to_timestamp(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()

@@ -1,0 +1,129 @@
+"""The LoCoMo evaluation: parsing, metrics against hand-worked numbers, and a run through the real engine on a
+tiny conversation in the LoCoMo format plus a smoke run on real dev data."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory.clock import ManualClock
+from memory.embedders import WordLlamaEmbedder
+from memory.evaluation import locomo
+from memory.evaluation.metrics import Bm25Baseline, Tally, ndcg_at, recall_at, reciprocal_rank
+from memory.evaluation.report import BEGIN, END, render, write_section
+from memory.evaluation.runner import evaluate
+from memory.service import MemoryService
+from memory.stores.edge import EdgeVectorStore
+from tenancy import Principal, scope_for
+
+DEV_DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / "locomo10-dev.json"
+
+
+def test_recall_ndcg_and_mrr_match_a_hand_worked_example() -> None:
+    ranked = ["D1:4", "D1:2", "D2:1", "D1:9", "D3:3"]
+    relevant = ["D1:2", "D3:3", "D9:9"]
+    assert recall_at(ranked, relevant, 2) == pytest.approx(1 / 3)
+    assert recall_at(ranked, relevant, 5) == pytest.approx(2 / 3)
+    # DCG = 1/log2(3) + 1/log2(6); ideal = 1 + 1/log2(3) + 1/log2(4)
+    assert ndcg_at(ranked, relevant, 10) == pytest.approx((0.63093 + 0.38685) / (1 + 0.63093 + 0.5), abs=1e-4)
+    assert reciprocal_rank(ranked, relevant) == pytest.approx(0.5)
+    assert reciprocal_rank(["x"], relevant) == 0.0
+    tally = Tally()
+    tally.add(ranked, relevant)
+    tally.add(["D1:2"], ["D1:2"])
+    assert tally.means()["mrr"] == pytest.approx(0.75)
+    assert tally.means()["recall@5"] == pytest.approx((2 / 3 + 1) / 2)
+
+
+def test_malformed_evidence_ids_are_normalised() -> None:
+    assert locomo.normalise_evidence(["D8:6; D9:17", "D30:05", "D1:3"]) == ["D8:6", "D9:17", "D30:5", "D1:3"]
+    assert locomo.normalise_evidence("garbage") == []
+
+
+def test_session_times_parse_to_aware_datetimes() -> None:
+    assert locomo.parse_session_time("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def test_plain_bm25_ranks_the_turn_with_the_rare_word_first() -> None:
+    bm25 = Bm25Baseline(["a", "b", "c"], ["we went hiking", "my cat Miso sleeps", "we went to the beach"])
+    assert bm25.rank("where does Miso sleep", 1) == ["b"]
+
+
+def tiny_dataset() -> list[dict[str, object]]:
+    turns = [
+        {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a greyhound named Pixel last week."},
+        {"speaker": "Ben", "dia_id": "D1:2", "text": "Congrats! I started learning the cello."},
+        {"speaker": "Ana", "dia_id": "D1:3", "text": "My sister lives in Porto and visits in June."},
+    ]
+    later = [
+        {"speaker": "Ben", "dia_id": "D2:1", "text": "My cello teacher is called Mrs. Okafor."},
+        {"speaker": "Ana", "dia_id": "D2:2", "text": "Pixel loves the beach near our flat."},
+    ]
+    conversation = {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "10:00 am on 3 March, 2023",
+        "session_1": turns,
+        "session_2_date_time": "6:30 pm on 20 March, 2023",
+        "session_2": later,
+    }
+    qa = [
+        {"question": "What is the name of Ana's dog?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+        {"question": "Who teaches Ben the cello?", "answer": "Mrs. Okafor", "evidence": ["D2:1"], "category": 4},
+        {"question": "Where does Ana's sister live?", "answer": "Porto", "evidence": ["D1:3"], "category": 1},
+        {"question": "Broken evidence", "answer": "x", "evidence": ["D7:1"], "category": 2},
+    ]
+    return [{"sample_id": "tiny-1", "conversation": conversation, "qa": qa}]
+
+
+@pytest.mark.anyio
+async def test_a_tiny_conversation_is_evaluated_through_the_engine(tmp_path: Path, embedder: WordLlamaEmbedder) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_dataset()))
+    [conversation] = locomo.load(path)
+    assert len(conversation.turns) == 5 and len(conversation.questions) == 3 and conversation.unresolved_evidence == 1
+    clock = ManualClock()
+    store = EdgeVectorStore.open(tmp_path / "v", model_id=embedder.model_id, dimension=embedder.dimension)
+    try:
+        service = MemoryService(store, embedder, clock)
+        admin = scope_for(Principal(subject="eval", tenant="eval", scopes=frozenset({"memory:admin"})))
+        report = await evaluate(service, admin, clock, [conversation])
+    finally:
+        await store.close()
+    assert (report.conversations, report.turns, report.questions, report.unresolved_evidence) == (1, 5, 3, 1)
+    hindsight = report.systems["hindsight"].overall.means()
+    assert hindsight["recall@10"] == pytest.approx(1.0)  # 5 turns, top 10: every evidence turn is returned
+    assert report.systems["bm25"].overall.means()["recall@5"] == pytest.approx(1.0)
+    assert set(report.systems["hindsight"].by_category) == {1, 4}
+    section = render(report, "tiny")
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Bench\n\nkeep me\n")
+    write_section(results, section)
+    write_section(results, section)  # a rerun replaces the section
+    text = results.read_text()
+    assert "keep me" in text and text.count(BEGIN) == 1 and text.count(END) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(not DEV_DATA.exists(), reason="LoCoMo dev data is not beside the repository")
+async def test_a_real_conversation_runs_with_every_metric_and_both_baselines(
+    tmp_path: Path, embedder: WordLlamaEmbedder
+) -> None:
+    [first] = locomo.load(DEV_DATA)[:1]
+    assert first.turns and first.questions
+    clock = ManualClock()
+    store = EdgeVectorStore.open(tmp_path / "v", model_id=embedder.model_id, dimension=embedder.dimension)
+    try:
+        service = MemoryService(store, embedder, clock)
+        admin = scope_for(Principal(subject="eval", tenant="eval", scopes=frozenset({"memory:admin"})))
+        report = await evaluate(service, admin, clock, [first])
+    finally:
+        await store.close()
+    for name in ("hindsight", "bm25", "dense"):
+        means = report.systems[name].overall.means()
+        assert set(means) == {"recall@5", "recall@10", "ndcg@10", "mrr"}
+        assert 0.0 < means["recall@10"] <= 1.0
+        assert means["recall@5"] <= means["recall@10"]
