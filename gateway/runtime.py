@@ -18,8 +18,8 @@ from opentelemetry.trace import Tracer
 
 from gateway.observability import traced
 from memory.clock import Clock, SystemClock
-from memory.embedders import build_embedder
-from memory.errors import BackendUnavailable
+from memory.embedders import RemoteEmbedder, RemoteEmbedderConfig, build_embedder
+from memory.errors import BackendUnavailable, InvalidArgument
 from memory.ports import Embedder, VectorStore, WorkingMemoryStore
 from memory.scoring import ScoringWeights
 from memory.service import MemoryService
@@ -63,6 +63,32 @@ def scoring_weights(settings: Settings) -> ScoringWeights:
         access_frequency=settings.weight_access_frequency,
         recency_decay_per_hour=settings.recency_decay_per_hour,
     )
+
+
+def remote_embedder_config(settings: Settings) -> RemoteEmbedderConfig | None:
+    if settings.embedder != "remote":
+        return None
+    if not settings.embedder_url or not settings.embedder_model:
+        raise InvalidArgument("HINDSIGHT_EMBEDDER=remote needs HINDSIGHT_EMBEDDER_URL and HINDSIGHT_EMBEDDER_MODEL")
+    return RemoteEmbedderConfig(
+        base_url=settings.embedder_url,
+        model=settings.embedder_model,
+        api_key=settings.embedder_api_key.get_secret_value() if settings.embedder_api_key else None,
+        dimension=settings.embedder_dimension,
+        batch_size=settings.embedder_batch_size,
+        timeout_seconds=settings.embedder_timeout_seconds,
+        query_prefix=settings.embedder_query_prefix,
+        document_prefix=settings.embedder_document_prefix,
+    )
+
+
+async def open_embedder(settings: Settings) -> Embedder:
+    """The configured embedder; a remote one is probed once so its vector size is known before the store opens."""
+    remote = remote_embedder_config(settings)
+    embedder = await anyio.to_thread.run_sync(build_embedder, settings.embedder, remote)
+    if isinstance(embedder, RemoteEmbedder):
+        await embedder.probe()
+    return embedder
 
 
 async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
@@ -141,7 +167,7 @@ async def open_runtime(
     tracer, every call to a backend (embedder, vector store, working memory, idempotency, rate limiter) is a
     span."""
     clock = clock or SystemClock()
-    embedder = await anyio.to_thread.run_sync(build_embedder, settings.embedder)
+    embedder = raw_embedder = await open_embedder(settings)
     store = await open_vector_store(settings, embedder)
     working, idempotency, limiter, close_shared = shared_state(settings, clock)
     if tracer is not None:
@@ -170,6 +196,8 @@ async def open_runtime(
         with anyio.CancelScope(shield=True):
             await close_shared()
             await store.close()
+            if isinstance(raw_embedder, RemoteEmbedder):
+                await raw_embedder.close()
 
 
 async def _maintenance_loop(store: VectorStore, interval: float) -> None:

