@@ -22,6 +22,7 @@ from memory.models import (
     WriteOutcome,
     WriteStatus,
 )
+from memory.pipeline import PipelineSettings
 from memory.ports import Embedder, VectorStore, WorkingMemoryStore
 from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
@@ -46,6 +47,7 @@ __all__ = [
     "NamespaceForbidden",
     "NamespaceScope",
     "NotFound",
+    "PipelineSettings",
     "RecallHit",
     "RecallRequest",
     "ScoreParts",

@@ -54,6 +54,9 @@ class Memory:
     embedding_model: str
     content_hash: str
     delete_reason: str | None = None
+    # the attributes the content gives a value to, e.g. "user|lives_in", "user|pref:tea" (memory.pipeline.claims):
+    # how a later write finds the memories it may supersede, however dissimilar their wording
+    attributes: list[str] = field(default_factory=list)
 
     @property
     def is_deleted(self) -> bool:
@@ -62,27 +65,42 @@ class Memory:
 
 @dataclass(frozen=True, slots=True)
 class ScoreParts:
-    """The parts of a recall score: `score = a·similarity + b·recency + c·importance + d·access_frequency`."""
+    """The parts of a recall score: `score = a·similarity + b·recency + c·importance + d·access_frequency`.
+
+    With hybrid recall `similarity` is the candidate's dense cosine, raised to the cosine at its fused
+    (dense + keyword) rank when keyword search ranked it higher; `dense_similarity` is its own cosine."""
 
     similarity: float
     recency: float
     importance: float
     access_frequency: float
     score: float
+    dense_similarity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RecallHit:
     memory: Memory
     scores: ScoreParts
+    via: str | None = None  # the superseded memory the query matched, when this hit is the one that replaced it
 
 
 @dataclass(frozen=True, slots=True)
 class WriteOutcome:
+    """What a write did. `memory` is the stored memory (created or updated), the existing one an exact repeat
+    was skipped for, or, when `stored` is False (low-information content skipped), the memory that would have
+    been written; its id then names nothing. `superseded` lists the ids of older memories this one replaced."""
+
     status: WriteStatus
     memory: Memory
     superseded: list[str] = field(default_factory=list)
     reason: str | None = None
+    stored: bool = True
+
+    @property
+    def id(self) -> str | None:
+        """The id of the memory the write resolved to, or None when nothing was stored or matched."""
+        return self.memory.id if self.stored else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,14 @@ from memory.scope import NamespaceScope
 
 
 @dataclass(frozen=True, slots=True)
+class SparseVector:
+    """A keyword (BM25) vector: term indices in increasing order and their weights, computed by the engine."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RecallFilter:
     """Which memories a search may return, beyond the scope."""
 
@@ -24,12 +32,18 @@ class RecallFilter:
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    include_superseded: bool = False  # superseded memories too (never deleted or expired ones)
+    attributes: tuple[str, ...] | None = None  # only memories stating one of these attributes (conflict checks)
 
 
 @dataclass(frozen=True, slots=True)
 class ScoredMemory:
     memory: Memory
-    similarity: float
+    similarity: float  # cosine similarity of the memory's dense vector to the query's
+
+
+# A memory with its dense vector and, optionally, its keyword vector (absent: not found by keyword search).
+UpsertItem = tuple[Memory, Sequence[float]] | tuple[Memory, Sequence[float], SparseVector | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +58,10 @@ class ListQuery:
 class VectorStore(Protocol):
     """Memories with their dense vectors, always read and written through a scope."""
 
-    async def upsert(self, scope: NamespaceScope, items: Sequence[tuple[Memory, Sequence[float]]]) -> None:
-        """Insert or replace memories with their vectors, all at once. Every memory must be in a writable
-        namespace of the scope's tenant."""
+    async def upsert(self, scope: NamespaceScope, items: Sequence[UpsertItem]) -> None:
+        """Insert or replace memories with their vectors (dense, and sparse when given), all at once. Every
+        memory must be in a writable namespace of the scope's tenant. Replacing an existing id replaces its
+        vectors too (how an update in place changes a memory's content)."""
         ...
 
     async def update(self, scope: NamespaceScope, memory: Memory) -> None:
@@ -77,8 +92,13 @@ class VectorStore(Protocol):
         vector: Sequence[float],
         limit: int,
         flt: RecallFilter,
+        sparse: SparseVector | None = None,
     ) -> list[ScoredMemory]:
-        """Live memories nearest to `vector` in the given readable namespaces (() = whole tenant, admin only)."""
+        """Live memories nearest to `vector` in the given readable namespaces (() = whole tenant, admin only).
+
+        With a non-empty `sparse` query the search is hybrid, in one store query: the nearest by the dense vector
+        and the best by BM25 (IDF over the searched namespaces), each at least 50 deep, fused by reciprocal rank;
+        the first `limit` in fused order. Every hit's `similarity` is its dense cosine either way."""
         ...
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:

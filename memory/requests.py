@@ -25,6 +25,9 @@ class WriteRequest:
     request_id: str | None = None
     tool: str = "write_memory"
     skip_deleted_repeats: bool = False  # imports: a repeat of a forgotten memory is skipped, not re-created
+    # imports of exported records: they passed the write pipeline once, so no density filter and no update of a
+    # near-duplicate in place (exact repeats are still skipped, contradicted memories still superseded)
+    imported: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,7 @@ class RecallRequest:
     until: datetime | None = None
     token_budget: int | None = None
     explain: bool = False
+    include_superseded: bool = False  # also memories a newer one superseded (never deleted or expired ones)
 
 
 @dataclass(frozen=True, slots=True)

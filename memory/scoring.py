@@ -29,8 +29,17 @@ class ScoringWeights:
             raise InvalidArgument("recency decay must be >= 0 and access saturation >= 1")
 
 
-def score(memory: Memory, similarity: float, now: datetime, weights: ScoringWeights) -> ScoreParts:
-    """Score one candidate. Cosine similarity is clamped to [0, 1]; every part lies in [0, 1]."""
+def score(
+    memory: Memory,
+    similarity: float,
+    now: datetime,
+    weights: ScoringWeights,
+    *,
+    dense_similarity: float | None = None,
+) -> ScoreParts:
+    """Score one candidate. `similarity` (a cosine, or for hybrid recall the cosine raised to that of the
+    candidate's fused rank, see `memory.service.rank_aligned_similarities`) is clamped to [0, 1]; every part
+    lies in [0, 1]. `dense_similarity`, the candidate's own cosine, is reported alongside, not scored."""
     sim = min(1.0, max(0.0, similarity))
     hours = max(0.0, (now - memory.updated_at).total_seconds() / 3600.0)
     recency = math.exp(-weights.recency_decay_per_hour * hours)
@@ -42,7 +51,12 @@ def score(memory: Memory, similarity: float, now: datetime, weights: ScoringWeig
         + weights.access_frequency * frequency
     )
     return ScoreParts(
-        similarity=sim, recency=recency, importance=memory.importance, access_frequency=frequency, score=total
+        similarity=sim,
+        recency=recency,
+        importance=memory.importance,
+        access_frequency=frequency,
+        score=total,
+        dense_similarity=dense_similarity,
     )
 
 

@@ -1,8 +1,11 @@
 """`MemoryService`: the engine's episodic and semantic memory operations, each under a `NamespaceScope`.
 
-Write: validate, skip exact repeats, embed, store (with linked copies for `share_to`), with provenance.
-Recall: one scoped vector query over every target namespace, then the multi-signal rescoring, one hit per
-origin, a token budget, and access counts bumped off the request path.
+Write: validate, skip exact repeats, then the write pipeline of DESIGN §4 (`memory.pipeline`): density filter,
+expiry of time-bound facts, rule-based importance, conflict detection (update a near-duplicate in place or
+supersede contradicted memories), then embed (dense + BM25 sparse) and store, with linked copies for `share_to`
+and provenance.
+Recall: one scoped hybrid query (dense + keyword, fused by reciprocal rank) over every target namespace, then the
+multi-signal rescoring, one hit per origin, a token budget, and access counts bumped off the request path.
 """
 
 from __future__ import annotations
@@ -11,15 +14,19 @@ import base64
 import binascii
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 import anyio
 
 from memory.clock import Clock
+from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
 from memory.ids import content_hash, new_memory_id, parse_memory_id
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, Source, WriteOutcome, WriteStatus
-from memory.ports import Embedder, ListQuery, RecallFilter, VectorStore
+from memory.pipeline import PIPELINE_KEY, PipelineSettings, claims, conflict, density, expiry, for_embedder
+from memory.pipeline import importance as importance_mod
+from memory.ports import Embedder, ListQuery, RecallFilter, ScoredMemory, SparseVector, VectorStore
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
 from memory.scoring import ScoringWeights, estimate_tokens, score
@@ -39,6 +46,7 @@ from memory.validation import (
 
 DEFAULT_IMPORTANCE = 0.5
 CANDIDATE_FACTOR = 2
+MAX_SUPERSESSION_HOPS = 8
 
 
 class MemoryService:
@@ -49,12 +57,17 @@ class MemoryService:
         clock: Clock,
         limits: EngineLimits | None = None,
         weights: ScoringWeights | None = None,
+        pipeline: PipelineSettings | None = None,
+        hybrid: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.clock = clock
         self.limits = limits or EngineLimits()
         self.weights = weights or ScoringWeights()
+        self.pipeline = pipeline or for_embedder(embedder.model_id)
+        self.hybrid = hybrid  # recall with dense + keyword candidates (False: dense only, for comparisons)
+        self.keywords = Bm25Encoder()
         self._pending: set[anyio.Event] = set()
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -104,15 +117,36 @@ class MemoryService:
         created = request.occurred_at or now
         if created.tzinfo is None:
             raise InvalidArgument("occurred_at must carry a timezone")
-        expires = now + timedelta(seconds=ttl) if ttl is not None else None
-        [vector] = await self.embedder.embed_documents([content])
+        settings = self.pipeline
+        notes: dict[str, Any] = {}
+        reasons: list[str] = []
+
+        # 2. time-bound facts: an explicit ttl wins, else the text's day, relative to the turn's own time
+        expires: datetime | None = None
+        if ttl is not None:
+            expires = now + timedelta(seconds=ttl)
+            notes["expiry"] = {"rule": "ttl_seconds"}
+        elif settings.time_bound_expiry and (bound := expiry.find_expiry(content, created)) is not None:
+            expires = bound.expires_at + timedelta(days=settings.time_bound_grace_days)
+            notes["expiry"] = {"rule": bound.rule, "phrase": bound.phrase, "day": bound.day.isoformat()}
+            reasons.append(f"time_bound: {bound.phrase!r} expires at {expires.isoformat()}")
+
+        # 3. importance: explicit, else rules
+        if importance is None and settings.importance_rules:
+            rated = importance_mod.rate(content, time_bound="expiry" in notes and ttl is None)
+            importance = rated.value
+            notes["importance"] = {"value": rated.value, "rules": list(rated.rules)}
+        elif importance is None:
+            importance = DEFAULT_IMPORTANCE
+
+        stated = claims.extract(content)
         memory = Memory(
             id=new_memory_id(int(created.timestamp() * 1000)),
             tenant=scope.tenant,
             namespace=namespace,
             kind=kind,
             content=content,
-            importance=DEFAULT_IMPORTANCE if importance is None else importance,
+            importance=importance,
             created_at=created,
             updated_at=created,
             last_accessed_at=None,
@@ -125,16 +159,139 @@ class MemoryService:
             session_id=session_id,
             source=Source(subject=request.subject, request_id=request_id, tool=request.tool),
             tags=tags,
-            metadata=metadata,
+            metadata={**metadata, PIPELINE_KEY: notes} if notes else metadata,
             embedding_model=self.embedder.model_id,
             content_hash=digest,
+            attributes=sorted(c.attribute for c in stated),
         )
-        copies = [
-            replace(memory, id=new_memory_id(int(created.timestamp() * 1000)), namespace=ns, origin_id=memory.id)
-            for ns in share_to
-        ]
-        await self.store.upsert(scope, [(m, vector) for m in (memory, *copies)])
-        return WriteOutcome(WriteStatus.CREATED, memory)
+
+        # 1. density filter (after the cheap checks above so the skipped memory shows what it would have been)
+        keep_as_is = request.force or request.imported
+        if settings.density_filter and not keep_as_is:
+            verdict = density.assess(content)
+            if verdict.low_information:
+                return WriteOutcome(WriteStatus.SKIPPED, memory, reason=verdict.reason, stored=False)
+
+        [vector] = await self.embedder.embed_documents([content])
+        sparse = self.keywords.document(content)
+
+        # 4. conflicts with what the namespace already holds
+        decision = conflict.ConflictDecision()
+        if settings.conflict_detection:
+            candidates = await self._conflict_candidates(scope, memory, vector, now)
+            decision = conflict.decide(content, created, candidates, settings, stated)
+            if keep_as_is and decision.update is not None:  # forced or imported: always a new memory
+                decision = conflict.ConflictDecision(supersede=decision.supersede)
+            if decision.superseded_by is not None:  # an old statement arriving late: stored as history
+                newer = decision.superseded_by
+                memory.superseded_by = newer.memory.id
+                notes["superseded"] = {"by": newer.memory.id, "reason": newer.reason, "at": now.isoformat()}
+                memory.metadata = {**memory.metadata, PIPELINE_KEY: notes}
+                reasons.insert(0, f"superseded on arrival by {newer.memory.id}: {newer.reason}")
+
+        # 5. store
+        if decision.update is not None:
+            stored = await self._update_in_place(
+                scope, decision, memory, vector, sparse, share_to, explicit_importance=request.importance is not None
+            )
+            reasons.insert(0, f"near_duplicate of {stored.id} (similarity {decision.update_similarity:.3f}): updated")
+            status = WriteStatus.UPDATED
+        else:
+            stored = memory
+            stored.supersedes = [s.memory.id for s in decision.supersede]
+            copies = [
+                replace(stored, id=new_memory_id(int(created.timestamp() * 1000)), namespace=ns, origin_id=stored.id)
+                for ns in share_to
+            ]
+            await self.store.upsert(scope, [(m, vector, sparse) for m in (stored, *copies)])
+            status = WriteStatus.CREATED
+            if decision.superseded_by is not None:
+                current = decision.superseded_by.memory
+                current.supersedes = [*current.supersedes, stored.id]
+                await self.store.update(scope, current)
+        superseded = await self._supersede(scope, stored, decision.supersede, now)
+        if superseded:
+            why = "; ".join(f"{s.memory.id}: {s.reason}" for s in decision.supersede)
+            reasons.insert(0, f"supersedes {why}")
+        return WriteOutcome(status, stored, superseded=superseded, reason="; ".join(reasons) or None)
+
+    async def _conflict_candidates(
+        self, scope: NamespaceScope, memory: Memory, vector: Sequence[float], now: datetime
+    ) -> list[tuple[Memory, float]]:
+        """Live memories of the namespace and kind nearest to the new one, and those stating its attributes."""
+        limit = self.pipeline.conflict_candidates
+        nearest = RecallFilter(now=now, kinds=(memory.kind,))
+        found = await self.store.search(scope, (memory.namespace,), vector, limit, nearest)
+        if memory.attributes:
+            same = RecallFilter(now=now, kinds=(memory.kind,), attributes=tuple(memory.attributes))
+            found += await self.store.search(scope, (memory.namespace,), vector, limit, same)
+        return [(c.memory, c.similarity) for c in found]
+
+    async def _update_in_place(
+        self,
+        scope: NamespaceScope,
+        decision: conflict.ConflictDecision,
+        new: Memory,
+        vector: Sequence[float],
+        sparse: SparseVector,
+        share_to: list[str],
+        *,
+        explicit_importance: bool,
+    ) -> Memory:
+        """Replace a near-duplicate's content and vectors (same id), and those of its shared copies."""
+        old = decision.update
+        assert old is not None
+        notes = dict(new.metadata.get(PIPELINE_KEY) or {})
+        notes["conflict"] = {
+            "action": "updated",
+            "similarity": round(decision.update_similarity or 0.0, 4),
+            "previous_content": old.content[:500],
+            "previous_source": {"subject": old.source.subject, "request_id": old.source.request_id},
+        }
+        changes: dict[str, Any] = {
+            "content": new.content,
+            "content_hash": new.content_hash,
+            "updated_at": max(old.updated_at, new.created_at),
+            "importance": new.importance if explicit_importance else max(old.importance, new.importance),
+            "expires_at": new.expires_at,
+            "tags": list(dict.fromkeys([*old.tags, *new.tags])),
+            "metadata": {**old.metadata, **new.metadata, PIPELINE_KEY: notes},
+            "source": new.source,
+            "session_id": new.session_id or old.session_id,
+            "attributes": new.attributes,
+            "embedding_model": new.embedding_model,
+            "supersedes": list(dict.fromkeys([*old.supersedes, *(s.memory.id for s in decision.supersede)])),
+        }
+        updated = replace(old, **changes)
+        copies = [replace(c, **changes) for c in await self._with_copies(scope, old) if c.id != old.id]
+        if old.origin_id is None:
+            present = {c.namespace for c in copies}
+            copies += [
+                replace(
+                    updated, id=new_memory_id(int(new.created_at.timestamp() * 1000)), namespace=ns, origin_id=old.id
+                )
+                for ns in share_to
+                if ns not in present and ns != old.namespace
+            ]
+        await self.store.upsert(scope, [(m, vector, sparse) for m in (updated, *copies)])
+        return updated
+
+    async def _supersede(
+        self, scope: NamespaceScope, new: Memory, replaced: list[conflict.Superseded], now: datetime
+    ) -> list[str]:
+        """Mark older memories (and their shared copies) superseded by `new`: kept, but no longer recalled."""
+        ids: list[str] = []
+        for item in replaced:
+            for old in await self._with_copies(scope, item.memory):
+                if old.superseded_by is not None or old.deleted_at is not None:
+                    continue
+                old.superseded_by = new.id
+                notes = dict(old.metadata.get(PIPELINE_KEY) or {})
+                notes["superseded"] = {"by": new.id, "reason": item.reason, "at": now.isoformat()}
+                old.metadata = {**old.metadata, PIPELINE_KEY: notes}
+                await self.store.update(scope, old)
+            ids.append(item.memory.id)
+        return ids
 
     # -- recall ----------------------------------------------------------------------------------------------
     async def recall(self, scope: NamespaceScope, request: RecallRequest) -> list[RecallHit]:
@@ -156,17 +313,50 @@ class MemoryService:
         now = self.clock.now()
         vector = await self.embedder.embed_query(query)
         flt = RecallFilter(
-            now=now, kinds=kinds, tags=tags, session_id=session_id, since=request.since, until=request.until
+            now=now,
+            kinds=kinds,
+            tags=tags,
+            session_id=session_id,
+            since=request.since,
+            until=request.until,
+            include_superseded=bool(request.include_superseded),
         )
-        candidates = await self.store.search(scope, namespaces, vector, top_k * CANDIDATE_FACTOR, flt)
-        hits = sorted(
-            (RecallHit(c.memory, score(c.memory, c.similarity, now, self.weights)) for c in candidates),
-            key=lambda h: h.scores.score,
-            reverse=True,
-        )
+        sparse = self.keywords.query(query) if self.hybrid else None
+        # superseded memories are searched too: one that matches is answered by the memory that replaced it
+        wide = replace(flt, include_superseded=True)
+        candidates = await self.store.search(scope, namespaces, vector, top_k * CANDIDATE_FACTOR, wide, sparse)
+        similarities = rank_aligned_similarities(candidates) if sparse is not None else None
+        hits: list[RecallHit] = []
+        seen: set[str] = set()
+        for candidate, similarity in zip(candidates, similarities or [c.similarity for c in candidates], strict=True):
+            memory, via = candidate.memory, None
+            if memory.superseded_by is not None and not flt.include_superseded:
+                current = await self._current_version(scope, memory, namespaces, flt)
+                if current is None:
+                    continue
+                memory, via = current, candidate.memory.id
+            if memory.id in seen:
+                continue
+            seen.add(memory.id)
+            dense = candidate.similarity if via is None else None
+            hits.append(RecallHit(memory, score(memory, similarity, now, self.weights, dense_similarity=dense), via))
+        hits.sort(key=lambda h: h.scores.score, reverse=True)
         chosen = self._select(hits, top_k, request.token_budget)
         await self._schedule_access(scope, [h.memory.id for h in chosen])
         return chosen
+
+    async def _current_version(
+        self, scope: NamespaceScope, memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter
+    ) -> Memory | None:
+        """The live memory at the end of `memory`'s supersession chain, if it passes the recall's filters."""
+        for _ in range(MAX_SUPERSESSION_HOPS):
+            if memory.superseded_by is None:
+                return memory if _passes(memory, namespaces, flt) else None
+            successor = await self.store.get(scope, memory.superseded_by)
+            if successor is None or successor.deleted_at is not None:
+                return None
+            memory = successor
+        return None
 
     def _namespaces(self, scope: NamespaceScope, requested: Sequence[str] | None) -> tuple[str, ...]:
         if requested is not None and len(requested) > self.limits.max_namespaces_per_call:
@@ -265,6 +455,28 @@ class MemoryService:
             scope, ListQuery(namespaces, kind, bool(request.include_deleted), limit, after)
         )
         return MemoryPage(memories, encode_cursor(next_id))
+
+
+def _passes(memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter) -> bool:
+    """Whether a memory reached through a supersession link meets the filters its search applied."""
+    return not (
+        (namespaces and memory.namespace not in namespaces)
+        or (memory.expires_at is not None and memory.expires_at <= flt.now)
+        or (flt.kinds and memory.kind not in flt.kinds)
+        or (flt.tags and not set(flt.tags) & set(memory.tags))
+        or (flt.session_id is not None and memory.session_id != flt.session_id)
+        or (flt.since is not None and memory.created_at < flt.since)
+        or (flt.until is not None and memory.created_at > flt.until)
+    )
+
+
+def rank_aligned_similarities(candidates: Sequence[ScoredMemory]) -> list[float]:
+    """The similarity part of each hybrid candidate: its dense cosine, raised to the cosine found at its fused
+    rank when keyword search placed it higher ("as relevant as the k-th best match by meaning"). So a memory
+    found by an exact keyword (an order number, a name) competes with the best dense matches, and every value
+    stays on the cosine scale. Candidates arrive in fused (reciprocal rank) order."""
+    by_rank = sorted((c.similarity for c in candidates), reverse=True)
+    return [max(c.similarity, by_rank[i]) for i, c in enumerate(candidates)]
 
 
 def encode_cursor(memory_id: str | None) -> str | None:

@@ -104,7 +104,7 @@ class SessionService:
                 tool="record_turn",
             ),
         )
-        return outcome.memory.id if outcome.status is WriteStatus.CREATED else None
+        return outcome.memory.id if outcome.status is not WriteStatus.SKIPPED else None
 
     async def update_state(self, scope: NamespaceScope, update: StateUpdate) -> WorkingMemory:
         sid = check_session_id(update.session_id, required=True)

@@ -8,9 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from memory.errors import NamespaceForbidden
 from memory.models import Memory
+from memory.ports import SparseVector, UpsertItem
 from memory.scope import NamespaceScope
+
+# Reciprocal rank fusion: score = sum over the dense and keyword rankings of 1 / (RRF_K + rank). Qdrant's default
+# of 2 lets a top hit of either ranking (an exact keyword match) lead; on LoCoMo dev it edged out 10 and 60.
+RRF_K = 2
+# Each ranking fed to the fusion is at least this deep, so a memory ranked well by both (but first by neither) sums
+# two contributions and rises above one that only a single ranking found.
+PREFETCH_MIN = 50
+
+
+def prefetch_limit(limit: int) -> int:
+    return max(limit, PREFETCH_MIN)
 
 
 def checked_namespaces(scope: NamespaceScope, namespaces: Sequence[str]) -> tuple[str, ...]:
@@ -34,3 +48,20 @@ def check_writable(scope: NamespaceScope, memory: Memory) -> None:
     """Refuse a memory that is not in a writable namespace of the scope's own tenant."""
     if memory.tenant != scope.tenant or not scope.can_write(memory.namespace):
         raise NamespaceForbidden("namespace not writable with this token")
+
+
+def unpack(item: UpsertItem) -> tuple[Memory, Sequence[float], SparseVector | None]:
+    """An upsert item as (memory, dense vector, sparse vector or None); an empty sparse vector counts as none."""
+    sparse = item[2] if len(item) == 3 else None
+    return item[0], item[1], sparse if sparse is not None and sparse.indices else None
+
+
+def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    """Cosine similarity of each vector to the query (0 for a zero vector)."""
+    if not vectors:
+        return []
+    matrix = np.asarray(vectors, dtype=np.float64)
+    q = np.asarray(query, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
+    dots = matrix @ q
+    return [float(d / n) if n > 0 else 0.0 for d, n in zip(dots, norms, strict=True)]

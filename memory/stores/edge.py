@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -24,19 +24,29 @@ import qdrant_edge as qe
 from memory.clock import to_timestamp
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
 from memory.models import Memory
-from memory.ports import ListQuery, RecallFilter, ScoredMemory
+from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
-from memory.stores.common import check_writable, checked_namespaces, visible_namespaces
+from memory.stores.common import (
+    RRF_K,
+    check_writable,
+    checked_namespaces,
+    cosines,
+    prefetch_limit,
+    unpack,
+    visible_namespaces,
+)
 from memory.stores.payload import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
     STATUS_ACTIVE,
     TENANT_FIELD,
     from_payload,
+    recallable_statuses,
     to_payload,
 )
 
 DENSE = "dense"
+SPARSE = "bm25"
 META_FILE = "store.json"
 T = TypeVar("T")
 
@@ -96,19 +106,40 @@ class EdgeVectorStore:
                     f"({meta.get('dimension')}-d) but the configured embedder is {model_id} ({dimension}-d); "
                     "use the same model or a new data directory"
                 )
-            return qe.EdgeShard.load(str(shard_dir))
-        config = qe.EdgeConfig(vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)})
+            shard = qe.EdgeShard.load(str(shard_dir))
+            if meta.get("sparse_vector") != SPARSE:  # a store from before hybrid recall: add the keyword vector
+                shard.update(qe.UpdateOperation.create_sparse_vector(SPARSE, modifier=qe.Modifier.Idf))
+                EdgeVectorStore._create_indexes(shard, set(shard.info().payload_schema))
+                shard.flush()
+                EdgeVectorStore._write_meta(meta_path, {**meta, "sparse_vector": SPARSE})
+            return shard
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
         shard = qe.EdgeShard.create(str(shard_dir), config)
-        shard.update(qe.UpdateOperation.create_field_index(TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True)))
-        for field in KEYWORD_FIELDS:
-            shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
-        for field in FLOAT_FIELDS:
-            shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Float))
+        EdgeVectorStore._create_indexes(shard, set())
         shard.flush()
-        tmp = meta_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"embedding_model": model_id, "dimension": dimension, "vector": DENSE}))
-        os.replace(tmp, meta_path)
+        meta = {"embedding_model": model_id, "dimension": dimension, "vector": DENSE, "sparse_vector": SPARSE}
+        EdgeVectorStore._write_meta(meta_path, meta)
         return shard
+
+    @staticmethod
+    def _create_indexes(shard: Any, existing: set[str]) -> None:
+        if TENANT_FIELD not in existing:
+            shard.update(qe.UpdateOperation.create_field_index(TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True)))
+        for field in KEYWORD_FIELDS:
+            if field not in existing:
+                shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+        for field in FLOAT_FIELDS:
+            if field not in existing:
+                shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Float))
+
+    @staticmethod
+    def _write_meta(meta_path: Path, meta: dict[str, Any]) -> None:
+        tmp = meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(meta))
+        os.replace(tmp, meta_path)
 
     async def close(self) -> None:
         if self._closed:
@@ -130,11 +161,15 @@ class EdgeVectorStore:
             raise BackendUnavailable(f"vector store error: {type(exc).__name__}") from exc
 
     # -- writes ----------------------------------------------------------------------------------------------
-    async def upsert(self, scope: NamespaceScope, items: Sequence[tuple[Memory, Sequence[float]]]) -> None:
+    async def upsert(self, scope: NamespaceScope, items: Sequence[UpsertItem]) -> None:
         points = []
-        for memory, vector in items:
+        for item in items:
+            memory, vector, sparse = unpack(item)
             check_writable(scope, memory)
-            points.append(qe.Point(memory.id, {DENSE: list(vector)}, to_payload(memory)))
+            vectors: dict[str, Any] = {DENSE: list(vector)}
+            if sparse is not None:
+                vectors[SPARSE] = qe.SparseVector(list(sparse.indices), list(sparse.values))
+            points.append(qe.Point(memory.id, vectors, to_payload(memory)))
         if not points:
             return
         # An id that already exists outside the caller's writable namespaces is left untouched.
@@ -229,8 +264,12 @@ class EdgeVectorStore:
         vector: Sequence[float],
         limit: int,
         flt: RecallFilter,
+        sparse: SparseVector | None = None,
     ) -> list[ScoredMemory]:
-        must: list[Any] = [*scope_conditions(scope, namespaces), _match("status", STATUS_ACTIVE)]
+        in_scope = scope_conditions(scope, namespaces)
+        must: list[Any] = [*in_scope, _match_any("status", recallable_statuses(flt.include_superseded))]
+        if flt.attributes:
+            must.append(_match_any("attributes", flt.attributes))
         if flt.kinds:
             must.append(_match_any("kind", [k.value for k in flt.kinds]))
         if flt.tags:
@@ -245,14 +284,30 @@ class EdgeVectorStore:
                 )
             )
         expired = qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=flt.now.timestamp()))
+        query_filter = qe.Filter(must=must, must_not=[expired])
+        dense = qe.Query.Nearest(list(vector), using=DENSE)
+        if sparse is None or not sparse.indices:
+            request = qe.QueryRequest(limit=limit, query=dense, filter=query_filter, with_payload=True)
+            points = await self._run(lambda: self._shard.query(request))
+            return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in points]
+        keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
         request = qe.QueryRequest(
             limit=limit,
-            query=qe.Query.Nearest(list(vector), using=DENSE),
-            filter=qe.Filter(must=must, must_not=[expired]),
+            prefetches=[
+                qe.Prefetch(limit=prefetch_limit(limit), query=dense, filter=query_filter),
+                qe.Prefetch(limit=prefetch_limit(limit), query=keywords, filter=query_filter),
+            ],
+            query=cast(Any, qe.Fusion.Rrf(k=RRF_K)),  # the stub's union omits Fusion.Rrf
+            with_vector=[DENSE],
             with_payload=True,
+            # IDF over the searched namespaces, so term statistics never mix tenants
+            params=qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=in_scope))),
         )
         points = await self._run(lambda: self._shard.query(request))
-        return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in points]
+        similarities = cosines(vector, [(p.vector or {})[DENSE] for p in points])
+        return [
+            ScoredMemory(from_payload(p.id, p.payload or {}), sim) for p, sim in zip(points, similarities, strict=True)
+        ]
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:
         must: list[Any] = scope_conditions(scope, query.namespaces)

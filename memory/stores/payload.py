@@ -16,9 +16,14 @@ STATUS_DELETED = "deleted"
 STATUS_SUPERSEDED = "superseded"
 
 # Payload fields that get an index; the tenant index is the multi-tenant partition key.
-KEYWORD_FIELDS = ("namespace", "status", "kind", "tags", "session_id", "content_hash", "origin_id")
+KEYWORD_FIELDS = ("namespace", "status", "kind", "tags", "session_id", "content_hash", "origin_id", "attributes")
 FLOAT_FIELDS = ("created_at", "expires_at")
 TENANT_FIELD = "tenant"
+
+
+def recallable_statuses(include_superseded: bool) -> list[str]:
+    """The statuses a recall may return: live memories, and superseded ones when asked for."""
+    return [STATUS_ACTIVE, STATUS_SUPERSEDED] if include_superseded else [STATUS_ACTIVE]
 
 
 def status_of(memory: Memory) -> str:
@@ -57,6 +62,7 @@ def to_payload(memory: Memory) -> dict[str, Any]:
         "embedding_model": memory.embedding_model,
         "content_hash": memory.content_hash,
         "status": status_of(memory),
+        "attributes": list(memory.attributes),
     }
 
 
@@ -96,4 +102,5 @@ def from_payload(memory_id: object, payload: dict[str, Any]) -> Memory:
         metadata=dict(payload.get("metadata") or {}),
         embedding_model=str(payload.get("embedding_model", "")),
         content_hash=str(payload.get("content_hash", "")),
+        attributes=list(payload.get("attributes") or []),
     )

@@ -31,15 +31,24 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from memory.clock import to_timestamp
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
 from memory.models import Memory
-from memory.ports import ListQuery, RecallFilter, ScoredMemory
+from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
-from memory.stores.common import check_writable, checked_namespaces, visible_namespaces
+from memory.stores.common import (
+    RRF_K,
+    check_writable,
+    checked_namespaces,
+    cosines,
+    prefetch_limit,
+    unpack,
+    visible_namespaces,
+)
 from memory.stores.payload import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
     STATUS_ACTIVE,
     TENANT_FIELD,
     from_payload,
+    recallable_statuses,
     to_payload,
 )
 
@@ -100,6 +109,12 @@ def _match_any(key: str, values: Sequence[str]) -> qm.FieldCondition:
 
 def _has_id(ids: Sequence[str]) -> qm.HasIdCondition:
     return qm.HasIdCondition(has_id=list(ids))
+
+
+def _dense_of(vector: Any) -> list[float]:
+    """The dense vector of a returned point (`with_vectors=[DENSE]` gives a dict of named vectors)."""
+    dense = vector.get(DENSE) if isinstance(vector, dict) else None
+    return [float(x) for x in dense] if isinstance(dense, list) else []
 
 
 def scope_conditions(scope: NamespaceScope, namespaces: Sequence[str]) -> list[qm.Condition]:
@@ -272,13 +287,15 @@ class QdrantServerStore:
         return memories, (str(next_offset) if next_offset is not None else None)
 
     # -- writes ----------------------------------------------------------------------------------------------
-    async def upsert(self, scope: NamespaceScope, items: Sequence[tuple[Memory, Sequence[float]]]) -> None:
+    async def upsert(self, scope: NamespaceScope, items: Sequence[UpsertItem]) -> None:
         points = []
-        for memory, vector in items:
+        for item in items:
+            memory, vector, sparse = unpack(item)
             check_writable(scope, memory)
-            points.append(
-                qm.PointStruct(id=memory.id, vector={DENSE: [float(x) for x in vector]}, payload=to_payload(memory))
-            )
+            vectors: dict[str, Any] = {DENSE: [float(x) for x in vector]}
+            if sparse is not None:
+                vectors[SPARSE] = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+            points.append(qm.PointStruct(id=memory.id, vector=vectors, payload=to_payload(memory)))
         if not points:
             return
         # an existing point is replaced only if it lies in a namespace this scope may write (never another
@@ -361,8 +378,12 @@ class QdrantServerStore:
         vector: Sequence[float],
         limit: int,
         flt: RecallFilter,
+        sparse: SparseVector | None = None,
     ) -> list[ScoredMemory]:
-        must = [*scope_conditions(scope, namespaces), _match("status", STATUS_ACTIVE)]
+        in_scope = scope_conditions(scope, namespaces)
+        must = [*in_scope, _match_any("status", recallable_statuses(flt.include_superseded))]
+        if flt.attributes:
+            must.append(_match_any("attributes", flt.attributes))
         if flt.kinds:
             must.append(_match_any("kind", [k.value for k in flt.kinds]))
         if flt.tags:
@@ -375,12 +396,41 @@ class QdrantServerStore:
         expired = qm.FieldCondition(key="expires_at", range=qm.Range(lte=flt.now.timestamp()))
         query_filter = qm.Filter(must=must, must_not=[expired])
         query = [float(x) for x in vector]
+        if sparse is None or not sparse.indices:
+            response = await self._call(
+                lambda: self._client.query_points(
+                    self._collection,
+                    query=query,
+                    using=DENSE,
+                    query_filter=query_filter,
+                    limit=limit,
+                    with_payload=True,
+                )
+            )
+            return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in response.points]
+        keywords = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+        prefetch = [
+            qm.Prefetch(query=query, using=DENSE, filter=query_filter, limit=prefetch_limit(limit)),
+            qm.Prefetch(query=keywords, using=SPARSE, filter=query_filter, limit=prefetch_limit(limit)),
+        ]
+        # IDF over the searched namespaces, so term statistics never mix tenants
+        params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=qm.Filter(must=in_scope)))
         response = await self._call(
             lambda: self._client.query_points(
-                self._collection, query=query, using=DENSE, query_filter=query_filter, limit=limit, with_payload=True
+                self._collection,
+                prefetch=prefetch,
+                query=qm.RrfQuery(rrf=qm.Rrf(k=RRF_K)),
+                limit=limit,
+                with_payload=True,
+                with_vectors=[DENSE],
+                search_params=params,
             )
         )
-        return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in response.points]
+        points = response.points
+        similarities = cosines(vector, [_dense_of(p.vector) for p in points])
+        return [
+            ScoredMemory(from_payload(p.id, p.payload or {}), sim) for p, sim in zip(points, similarities, strict=True)
+        ]
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[builtins.list[Memory], str | None]:
         must = scope_conditions(scope, query.namespaces)

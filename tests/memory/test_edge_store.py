@@ -76,6 +76,7 @@ async def test_upsert_then_get_round_trips_every_field_of_a_memory(
         source=Source(subject="agent-7", request_id="req-1", tool="write_memory"),
         tags=["prefs", "style"],
         metadata={"n": 1, "f": 1.5, "nested": {"list": [1, "x", None, True]}, "unicode": "好的"},
+        attributes=["user|pref:answer"],
     )
     # every field is set to a non-default value, so the comparison below checks them all
     assert all(getattr(memory, f.name) not in (None, [], {}, 0, "") for f in fields(Memory))

@@ -10,6 +10,7 @@ their own. The last section covers what only the server store has: collection na
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import random
 import socket
@@ -25,7 +26,7 @@ from qdrant_client import models as qm
 
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
 from memory.models import Memory, MemoryKind, Source
-from memory.ports import ListQuery, RecallFilter, VectorStore
+from memory.ports import ListQuery, RecallFilter, SparseVector, VectorStore
 from memory.scope import NamespaceScope
 from memory.stores.edge import EdgeVectorStore
 from memory.stores.qdrant_server import DENSE, SPARSE, QdrantServerStore, collection_name
@@ -179,6 +180,7 @@ async def test_upsert_then_get_round_trips_every_field_of_a_memory(
         source=Source(subject="agent-7", request_id="req-1", tool="write_memory"),
         tags=["prefs", "style"],
         metadata={"n": 1, "f": 1.5, "nested": {"list": [1, "x", None, True]}, "unicode": "好的"},
+        attributes=["user|pref:answer"],
     )
     # every field is set to a non-default value, so the comparison below checks them all
     assert all(getattr(memory, f.name) not in (None, [], {}, 0, "") for f in fields(Memory))
@@ -391,6 +393,122 @@ async def test_search_excludes_memories_whose_expiry_is_now_or_past(
     )
 
     assert await found(store, writer, ("user:1",)) == {"The user likes chess", "The user likes hiking"}
+
+
+# -- hybrid search, supersession and attribute filters ---------------------------------------------------------
+
+
+def terms(*indices: int) -> SparseVector:
+    return SparseVector(tuple(sorted(indices)), tuple(1.0 for _ in indices))
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+async def test_hybrid_search_brings_in_a_keyword_match_far_by_meaning_with_its_true_cosine(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    near = make_memory("near by meaning", tenant=acme)
+    keyword = make_memory("the rare keyword", tenant=acme)
+    others = [make_memory(f"filler {i}", tenant=acme) for i in range(6)]
+    await store.upsert(
+        writer,
+        [
+            (near, vec(1), terms(1, 2)),
+            (keyword, vec(5), terms(42, 2)),
+            *((m, [0.1, 0.9, 0.1 * i, 0.1, 0.1, 0.1, 0.1, 0.1], terms(2)) for i, m in enumerate(others)),
+        ],
+    )
+
+    dense = await store.search(writer, ("user:1",), vec(1), 3, RecallFilter(now=NOW))
+    hybrid = await store.search(writer, ("user:1",), vec(1), 3, RecallFilter(now=NOW), sparse=terms(42))
+
+    assert keyword.id not in [h.memory.id for h in dense]
+    assert [h.memory.id for h in hybrid][:2] in ([near.id, keyword.id], [keyword.id, near.id])
+    by_id = {h.memory.id: h.similarity for h in hybrid}
+    assert by_id[near.id] == pytest.approx(1.0, abs=1e-4)
+    assert by_id[keyword.id] == pytest.approx(cosine(vec(1), vec(5)), abs=1e-4)
+
+
+async def test_hybrid_search_keeps_every_filter_on_keyword_candidates(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    live = make_memory("live", tenant=acme)
+    hidden = [
+        make_memory("deleted", tenant=acme, deleted_at=START),
+        make_memory("superseded", tenant=acme, superseded_by=live.id),
+        make_memory("expired", tenant=acme, expires_at=NOW),
+        make_memory("other namespace", tenant=acme, namespace="user:2"),
+    ]
+    await store.upsert(writer, [(m, vec(1), terms(7)) for m in (live, *hidden)])
+    await store.upsert(scope(globex, write=["user:1"]), [(make_memory("theirs", tenant=globex), vec(1), terms(7))])
+
+    hits = await store.search(writer, ("user:1",), vec(3), 10, RecallFilter(now=NOW), sparse=terms(7))
+
+    assert [h.memory.content for h in hits] == ["live"]
+
+
+async def test_a_memory_stored_without_a_keyword_vector_is_found_by_its_dense_vector_in_hybrid_search(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("dense only", tenant=acme)
+    await put(store, writer, memory, axis=2)
+
+    [hit] = await store.search(writer, ("user:1",), vec(2), 5, RecallFilter(now=NOW), sparse=terms(99))
+
+    assert (hit.memory, hit.similarity) == (memory, pytest.approx(1.0, abs=1e-4))
+
+
+async def test_upserting_an_existing_id_replaces_its_content_and_both_vectors(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user likes tea", tenant=acme)
+    await store.upsert(writer, [(memory, vec(1), terms(1))])
+    changed = replace(memory, content="The user likes green tea")
+
+    await store.upsert(writer, [(changed, vec(4), terms(4))])
+
+    [hit] = await store.search(writer, ("user:1",), vec(4), 5, RecallFilter(now=NOW))
+    assert (hit.memory, hit.similarity) == (changed, pytest.approx(1.0, abs=1e-4))
+    by_keyword = await store.search(writer, ("user:1",), vec(6), 5, RecallFilter(now=NOW), sparse=terms(4))
+    assert [h.memory.id for h in by_keyword] == [memory.id]
+    assert len(await everything(store, acme)) == 1
+
+
+async def test_include_superseded_returns_superseded_memories_but_never_deleted_or_expired_ones(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    live = make_memory("The user lives in Paris", tenant=acme)
+    await put(
+        store,
+        writer,
+        live,
+        make_memory("The user lives in Berlin", tenant=acme, superseded_by=live.id),
+        make_memory("The user lives in Rome", tenant=acme, superseded_by=live.id, deleted_at=START),
+        make_memory("The user lives in Oslo", tenant=acme, superseded_by=live.id, expires_at=NOW),
+    )
+
+    assert await found(store, writer, ("user:1",)) == {"The user lives in Paris"}
+    assert await found(store, writer, ("user:1",), RecallFilter(now=NOW, include_superseded=True)) == {
+        "The user lives in Paris",
+        "The user lives in Berlin",
+    }
+
+
+async def test_an_attribute_filter_returns_only_memories_stating_one_of_the_attributes(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    await put(
+        store,
+        writer,
+        make_memory("I live in Berlin", tenant=acme, attributes=["user|lives_in"]),
+        make_memory("I work at Acme", tenant=acme, attributes=["user|works_at"]),
+        make_memory("I like tea", tenant=acme, attributes=["user|pref:tea"]),
+    )
+
+    flt = RecallFilter(now=NOW, attributes=("user|lives_in", "user|pref:tea"))
+    assert await found(store, writer, ("user:1",), flt) == {"I live in Berlin", "I like tea"}
 
 
 # -- list ------------------------------------------------------------------------------------------------------

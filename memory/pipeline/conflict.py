@@ -1,0 +1,175 @@
+"""Step 4 of the write pipeline (DESIGN §4): conflict detection against the memories already stored.
+
+Given a new statement and the live memories nearest to it in the same namespace (with their cosine
+similarity), decide, by rules:
+
+- supersede: an older memory states the same attribute of the same person with another value ("I live in
+  Berlin" -> "I moved to Paris", "my favourite colour is blue" -> "... is green now"); or the same preference
+  with the opposite polarity ("I like tea" -> "I don't like tea anymore", "我喜欢喝咖啡" -> "我不喜欢喝咖啡了");
+  or what someone uses, when the new statement presents it as a change ("we use MySQL" -> "we migrated to
+  PostgreSQL"; "I use vim" then "I use Slack" are both kept); or, with no recognised attribute, the new one
+  carries a change marker ("moved to", "no longer", "换成", ...), is at least `marker_similarity` close and shares
+  an informative word ("the team meeting is on Monday" -> "the team meeting moved to Tuesday").
+- update in place: a near-duplicate (cosine >= `near_duplicate_similarity`) that says the same thing: the same
+  numbers, the same negation, most informative words in common, no attribute with another value.
+- otherwise create.
+
+Conservative on purpose: a false supersession hides a memory from recall. Only memories not newer than the new
+statement are touched: an old statement imported late never replaces a newer memory; if the newer one
+contradicts it, the old statement is stored already superseded by it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from memory.models import Memory
+from memory.pipeline.claims import PREFERENCE, SINGLE, STRONG_CHANGE, USES, WEAK_CHANGE, Claim, extract, purpose
+from memory.pipeline.settings import PipelineSettings
+from memory.pipeline.text import content_words, numbers, split_speaker
+
+_NEGATION = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot)\b|不|没|别|未")
+
+
+class ConflictAction(StrEnum):
+    CREATE = "create"
+    UPDATE = "update"
+    SUPERSEDE = "supersede"
+
+
+@dataclass(frozen=True, slots=True)
+class Superseded:
+    memory: Memory
+    similarity: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictDecision:
+    """`update` is the near-duplicate to update in place (None: create a new memory); `supersede` lists older
+    memories the new (or updated) one replaces; `superseded_by` is a newer memory that already replaces the new
+    statement (an old statement imported late), which is then stored as superseded."""
+
+    update: Memory | None = None
+    update_similarity: float | None = None
+    supersede: list[Superseded] = field(default_factory=list)
+    superseded_by: Superseded | None = None
+
+    @property
+    def action(self) -> ConflictAction:
+        if self.update is not None:
+            return ConflictAction.UPDATE
+        return ConflictAction.SUPERSEDE if self.supersede else ConflictAction.CREATE
+
+
+def _negations(text: str) -> int:
+    return len(_NEGATION.findall(text.lower()))
+
+
+def _words(text: str) -> set[str]:
+    return content_words(split_speaker(text)[1])
+
+
+def _speaker(text: str) -> str | None:
+    return split_speaker(text)[0]
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _claim_conflict(new: Claim, old: Claim, content: str, similarity: float, settings: PipelineSettings) -> str | None:
+    """Why `new` replaces `old` (same attribute of the same person), or None when both can hold."""
+    if similarity < settings.attribute_similarity:
+        return None
+    changed = f"{new.attribute} changed from {old.value!r} to {new.value!r}"
+    if new.kind == SINGLE and new.value != old.value:
+        return changed
+    if new.kind == PREFERENCE and new.positive != old.positive:
+        return f"{new.attribute} turned {'positive' if new.positive else 'negative'}"
+    if new.kind == USES and new.value != old.value:
+        new_purpose, old_purpose = purpose(new.value), purpose(old.value)
+        if new_purpose is not None and old_purpose is not None and new_purpose != old_purpose:
+            return None  # "Slack for chat" and "Figma for design" are both in use
+        if new.changed:  # "switched to", "migrated to", "换成"
+            return changed
+        if WEAK_CHANGE.search(content) and similarity >= settings.marker_similarity:  # "we use Teams now"
+            return changed
+    return None
+
+
+def _supersession(
+    content: str, claims: Sequence[Claim], old_content: str, similarity: float, settings: PipelineSettings
+) -> str | None:
+    """Why the statement `content` replaces the older statement `old_content`, or None."""
+    old_claims = {c.attribute: c for c in extract(old_content)}
+    shared = [(claim, old_claims[claim.attribute]) for claim in claims if claim.attribute in old_claims]
+    if shared:  # the same attribute of the same person: the values decide
+        for claim, previous in shared:
+            reason = (
+                _claim_conflict(claim, previous, content, similarity, settings) if claim.kind == previous.kind else None
+            )
+            if reason is not None:
+                return reason
+        return None
+    marker = STRONG_CHANGE.search(content)
+    if marker is not None and similarity >= settings.marker_similarity:
+        # the words just before the marker name what changed ("the team meeting moved to ..."): the old memory
+        # must mention one of them, and be said by the same speaker
+        subject = _words(content[max(0, marker.start() - 40) : marker.start()]) - _words(
+            split_speaker(content)[0] or ""
+        )
+        if subject & _words(old_content) and _speaker(content) == _speaker(old_content):
+            return f"a change of the same subject ({marker.group(0)!r})"
+    return None
+
+
+def _near_duplicate(
+    content: str, claims: Sequence[Claim], old: Memory, similarity: float, settings: PipelineSettings
+) -> bool:
+    if similarity < settings.near_duplicate_similarity or _speaker(content) != _speaker(old.content):
+        return False
+    if numbers(content) != numbers(old.content) or _negations(content) != _negations(old.content):
+        return False
+    if _overlap(_words(content), _words(old.content)) < settings.near_duplicate_overlap:
+        return False
+    old_claims = {c.attribute: c for c in extract(old.content)}
+    return all(c.attribute not in old_claims or old_claims[c.attribute].value == c.value for c in claims)
+
+
+def decide(
+    content: str,
+    created_at: datetime,
+    candidates: Sequence[tuple[Memory, float]],
+    settings: PipelineSettings,
+    claims: Sequence[Claim] | None = None,
+) -> ConflictDecision:
+    """What to do with a new statement, given live memories of its namespace and kind with their similarity."""
+    claims = extract(content) if claims is None else claims
+    update: tuple[Memory, float] | None = None
+    superseded: list[Superseded] = []
+    newer: Superseded | None = None
+    seen: set[str] = set()
+    for memory, similarity in sorted(candidates, key=lambda c: c[1], reverse=True):
+        if memory.id in seen:
+            continue
+        seen.add(memory.id)
+        if memory.updated_at > created_at:  # a newer memory: it may replace this statement, never the reverse
+            reason = _supersession(memory.content, extract(memory.content), content, similarity, settings)
+            if reason is not None and newer is None:
+                newer = Superseded(memory, similarity, reason)
+            continue
+        reason = _supersession(content, claims, memory.content, similarity, settings)
+        if reason is not None:
+            superseded.append(Superseded(memory, similarity, reason))
+        elif update is None and _near_duplicate(content, claims, memory, similarity, settings):
+            update = (memory, similarity)
+    if newer is not None:  # the statement is already out of date: store it as history, touch nothing
+        return ConflictDecision(superseded_by=newer)
+    if update is None:
+        return ConflictDecision(supersede=superseded)
+    return ConflictDecision(update=update[0], update_similarity=update[1], supersede=superseded)

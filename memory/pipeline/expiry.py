@@ -1,0 +1,263 @@
+"""Step 2 of the write pipeline (DESIGN §4): time-bound facts get an expiry from the text.
+
+Rule-based, English and Chinese: a fact about a coming day ("tomorrow", "next Wednesday", "this weekend",
+"in 3 days", "on May 5", "2026-05-05", "明天", "后天", "下周三", "今晚", "5月5日") expires at the end of that day,
+in the time zone of the turn's own time (`occurred_at`, else now in UTC); a week or a month ("next week",
+"下个月") runs to its last day. Weeks start on Monday: "next Wednesday" and "下周三" are the Wednesday of the
+following week, "this Friday", "on Friday" and "周五" the coming one (today included).
+
+Conservative by design, since an expiry hides a memory for good: days in the past ("yesterday", "last week",
+a date already gone) set nothing; "today"/"tonight" set nothing when the sentence is in the past tense ("I went
+to the gym today"); recurring or permanent dates ("every Monday", "born on May 5", "生日") set nothing. Of
+several time-bound phrases, the latest day wins. An explicit `ttl_seconds` always wins over the text.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+
+_WEEKDAYS_EN = {
+    "mon": 0,
+    "monday": 0,
+    "tue": 1,
+    "tues": 1,
+    "tuesday": 1,
+    "wed": 2,
+    "wednesday": 2,
+    "thu": 3,
+    "thur": 3,
+    "thurs": 3,
+    "thursday": 3,
+    "fri": 4,
+    "friday": 4,
+    "sat": 5,
+    "saturday": 5,
+    "sun": 6,
+    "sunday": 6,
+}
+_WEEKDAYS_ZH = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_NUMBER_WORDS |= {"eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "couple of": 2}
+_ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+
+_WD = "|".join(sorted(_WEEKDAYS_EN, key=len, reverse=True))
+_MON = "|".join(sorted(_MONTHS, key=len, reverse=True)).replace("may", "(?-i:May)")  # not the verb "may"
+_NUM = r"\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_ZH_NUM = r"\d{1,3}|[一二两三四五六七八九十]{1,3}"
+
+# Past tense or recurring/permanent dates: no expiry (see the module docstring).
+_PAST = re.compile(
+    r"\b(?:was|were|did|had|went|got|came|made|took|saw|met|ate|bought|said|told|gave|found|left|felt|"
+    r"yesterday|ago|earlier|already|\w{2,}[^e\W]ed)\b|了|过|昨天|前天|已经|刚才|刚刚",
+    re.IGNORECASE,
+)
+_NOT_A_DEADLINE = re.compile(
+    r"\b(?:born|birthday|anniversary|every|each|since|weekly|daily|annually|monthly)\b|每|生日|纪念日|出生|以来|自从",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeBound:
+    expires_at: datetime
+    day: date  # the last day the fact is about
+    phrase: str  # the text it was read from
+    rule: str
+
+
+def _end_of(day: date, reference: datetime) -> datetime:
+    return datetime.combine(day + timedelta(days=1), time(0), tzinfo=reference.tzinfo)
+
+
+def _number(word: str) -> int:
+    if word.isdigit():
+        return int(word)
+    if word in _NUMBER_WORDS:
+        return _NUMBER_WORDS[word]
+    if len(word) == 1:
+        return _ZH_DIGITS[word]
+    if word.startswith("十"):  # 十一 .. 十九
+        return 10 + _ZH_DIGITS.get(word[1:], 0)
+    tens = _ZH_DIGITS[word[0]] * 10  # 二十, 二十三
+    return tens + (_ZH_DIGITS[word[2]] if len(word) > 2 else 0)
+
+
+def _week_start(day: date) -> date:
+    return day - timedelta(days=day.weekday())
+
+
+def _coming(weekday: int, today: date) -> date:
+    return today + timedelta(days=(weekday - today.weekday()) % 7)
+
+
+def _month_end(year: int, month: int) -> date:
+    return date(year, month, calendar.monthrange(year, month)[1])
+
+
+def _nearest(month: int, day: int, today: date) -> date | None:
+    """A date without a year: the occurrence nearest to today (so "Jan 3" said in December is next year's)."""
+    options = []
+    for year in (today.year - 1, today.year, today.year + 1):
+        try:
+            options.append(date(year, month, day))
+        except ValueError:
+            continue
+    return min(options, key=lambda d: abs((d - today).days)) if options else None
+
+
+def _full_date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str], date], date | None]]
+
+_RULES: list[Rule] = [
+    ("day_after_tomorrow", re.compile(r"\b(?:the\s+)?day\s+after\s+tomorrow\b"), lambda m, t: t + timedelta(days=2)),
+    ("tomorrow", re.compile(r"\btomorrow\b|(?<!后)明[天日早晚]"), lambda m, t: t + timedelta(days=1)),
+    ("in_three_days", re.compile(r"大后天"), lambda m, t: t + timedelta(days=3)),
+    ("in_two_days", re.compile(r"(?<!大)后天"), lambda m, t: t + timedelta(days=2)),
+    (
+        "next_weekday",
+        re.compile(rf"\bnext\s+({_WD})\b|下(?:个)?(?:周|星期|礼拜)([一二三四五六日天])"),
+        lambda m, t: (
+            _week_start(t)
+            + timedelta(days=7 + (_WEEKDAYS_EN[m.group(1).lower()] if m.group(1) else _WEEKDAYS_ZH[m.group(2)]))
+        ),
+    ),
+    (
+        "this_weekday",
+        re.compile(rf"\b(?:this|on|by|until|till|before|coming|this\s+coming)\s+({_WD})\b(?!s)"),
+        lambda m, t: _coming(_WEEKDAYS_EN[m.group(1).lower()], t),
+    ),
+    (
+        "this_weekday",
+        re.compile(r"(?:这|本)(?:个)?(?:周|星期|礼拜)([一二三四五六日天])"),
+        lambda m, t: _week_start(t) + timedelta(days=_WEEKDAYS_ZH[m.group(1)]),
+    ),
+    (
+        "weekday",
+        re.compile(r"(?<![上下这本每])(?:周|星期|礼拜)([一二三四五六日天])"),
+        lambda m, t: _coming(_WEEKDAYS_ZH[m.group(1)], t),
+    ),
+    (
+        "next_weekend",
+        re.compile(r"\bnext\s+weekend\b|下(?:个)?周末"),
+        lambda m, t: _week_start(t) + timedelta(days=13),
+    ),
+    (
+        "this_weekend",
+        re.compile(r"\bthis\s+(?:coming\s+)?weekend\b|(?<![上下每])(?:这个|这|本)?周末"),
+        lambda m, t: _week_start(t) + timedelta(days=6),
+    ),
+    (
+        "next_week",
+        re.compile(r"\bnext\s+week\b|下(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])"),
+        lambda m, t: _week_start(t) + timedelta(days=13),
+    ),
+    (
+        "this_week",
+        re.compile(r"\bthis\s+week\b|(?:这|本)(?:个)?(?:周|星期)(?![一二三四五六日天末])"),
+        lambda m, t: _week_start(t) + timedelta(days=6),
+    ),
+    (
+        "next_month",
+        re.compile(r"\bnext\s+month\b|下(?:个)?月"),
+        lambda m, t: _month_end(t.year + t.month // 12, t.month % 12 + 1),
+    ),
+    (
+        "in_days",
+        re.compile(
+            rf"\bin\s+({_NUM})\s+(day|week)s?\b|({_ZH_NUM})\s*(天|周|个星期|个礼拜)(?:之|以)?后|过({_ZH_NUM})天"
+        ),
+        lambda m, t: (
+            t
+            + timedelta(
+                days=_number((m.group(1) or m.group(3) or m.group(5)).lower())
+                * (7 if (m.group(2) or m.group(4) or "天").lower() in ("week", "周", "个星期", "个礼拜") else 1)
+            )
+        ),
+    ),
+    ("in_hours", re.compile(rf"\bin\s+(?:{_NUM})\s+(?:hour|minute)s?\b|\bin\s+half\s+an\s+hour\b"), lambda m, t: t),
+    (
+        "date",
+        re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b|(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"),
+        lambda m, t: _full_date(*(int(g) for g in (m.groups()[:3] if m.group(1) else m.groups()[3:]))),
+    ),
+    (
+        "date",
+        re.compile(rf"\b({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!\s*[:,]?\s*\d{{3,4}}\b)(?!:)"),
+        lambda m, t: _nearest(_MONTHS[m.group(1).lower()], int(m.group(2)), t),
+    ),
+    (
+        "date",
+        re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON})\b(?!\s*\d{{4}})"),
+        lambda m, t: _nearest(_MONTHS[m.group(2).lower()], int(m.group(1)), t),
+    ),
+    (
+        "date",
+        re.compile(r"(?<![年\d])(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"),
+        lambda m, t: _nearest(int(m.group(1)), int(m.group(2)), t),
+    ),
+    (
+        "date",
+        re.compile(rf"\b({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"),
+        lambda m, t: _full_date(int(m.group(3)), _MONTHS[m.group(1).lower()], int(m.group(2))),
+    ),
+]
+_RULES = [(name, re.compile(pattern.pattern, re.IGNORECASE), fn) for name, pattern, fn in _RULES]
+_SAME_DAY = re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b|今[天日晚早夜]", re.IGNORECASE)
+
+
+def _candidates(text: str, today: date) -> Iterator[tuple[str, str, date]]:
+    for name, pattern, resolve in _RULES:
+        for match in pattern.finditer(text):
+            day = resolve(match, today)
+            if day is not None:
+                yield name, match.group(0), day
+    for match in _SAME_DAY.finditer(text):
+        yield "today", match.group(0), today
+
+
+def find_expiry(content: str, reference: datetime) -> TimeBound | None:
+    """The expiry of a time-bound fact stated at `reference` (a timezone-aware time), or None."""
+    text = " ".join(unicodedata.normalize("NFKC", content).split())
+    if _NOT_A_DEADLINE.search(text):
+        return None
+    today = reference.date()
+    past_tense = _PAST.search(text) is not None
+    best: TimeBound | None = None
+    for rule, phrase, day in _candidates(text, today):
+        if day < today or (day == today and past_tense):
+            continue
+        if best is None or day > best.day:
+            best = TimeBound(_end_of(day, reference), day, phrase, rule)
+    return best

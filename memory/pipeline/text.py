@@ -1,0 +1,120 @@
+"""Text helpers shared by the write-pipeline steps and the keyword (BM25) encoder.
+
+Everything here is pure and deterministic: the same text always gives the same tokens, for documents and queries
+alike. Tokens are lowercase NFKC words for alphabetic scripts (English stop words dropped, a light suffix stemmer
+applied) and, for CJK runs, overlapping character bigrams plus the single characters that carry meaning.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+CJK_RUN = re.compile(f"[{_CJK}]+")
+_HAS_CJK = re.compile(f"[{_CJK}]")
+_WORD = re.compile(r"[^\W_]+")
+_JOINED = re.compile(r"[^\W_]+(?:[-_./:#][^\W_]+)+")
+# "Speaker: text" (record_turn writes "user: ...", imports write "Caroline: ..."): a short name, then a colon,
+# possibly after a bracketed date ("[8 May, 2023] Caroline: ...").
+_SPEAKER = re.compile(r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?([A-Za-z][\w .'-]{0,39}|[" + _CJK + r"]{1,8})\s*[:：]\s+(?=\S)")
+
+_STOPWORD_TEXT = """
+    a about above after again against all am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few
+    for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him
+    himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
+    myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves then there
+    there's these they they'd they'll they're they've this those through to too under until up very was wasn't we
+    we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why
+    why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves s t d ll m re ve
+    just also really yeah oh ok okay"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Single CJK characters too common to mean anything on their own (bigrams that contain them are kept).
+CJK_STOP_CHARS = frozenset("的了是我你他她它们在和就都也很吗呢吧啊呀有这那一个不么着过把被给对与及或而")
+
+
+def normalize(text: str) -> str:
+    """NFKC, case-folded, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def has_cjk(text: str) -> bool:
+    return _HAS_CJK.search(text) is not None
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """("caroline", "I moved to Paris") for "Caroline: I moved to Paris"; (None, text) without a prefix."""
+    match = _SPEAKER.match(text)
+    if match is None:
+        return None, text
+    return normalize(match.group(1)), text[match.end() :]
+
+
+@lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    """A light English suffix stemmer (plural -s/-ies, -ing, -ed, final -e), the same for documents and queries.
+    Crude on purpose: it only has to map the forms of one word together, not produce dictionary words."""
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and len(base) >= 3 and any(c in "aeiouy" for c in base):
+            word = base
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+def _word_tokens(segment: str) -> list[str]:
+    tokens: list[str] = []
+    for word in _WORD.findall(segment):
+        if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
+            continue
+        tokens.append(stem(word))
+    # codes like "ZX-4471" or "v2.3": also the joined form, so "zx4471" and "zx-4471" meet
+    for joined in _JOINED.findall(segment):
+        if any(c.isdigit() for c in joined):
+            tokens.append(re.sub(r"[-_./:#]", "", joined))
+    return tokens
+
+
+def _cjk_tokens(run: str) -> list[str]:
+    tokens = [c for c in run if c not in CJK_STOP_CHARS]
+    tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return tokens
+
+
+def tokenize(text: str) -> list[str]:
+    """Keyword tokens of `text`, in order, with repeats (a document's term frequencies)."""
+    text = normalize(text).replace("’", "'")
+    tokens: list[str] = []
+    position = 0
+    for match in CJK_RUN.finditer(text):
+        tokens.extend(_word_tokens(text[position : match.start()]))
+        tokens.extend(_cjk_tokens(match.group()))
+        position = match.end()
+    tokens.extend(_word_tokens(text[position:]))
+    return tokens
+
+
+def content_words(text: str) -> set[str]:
+    """The distinct informative units of a text: stemmed non-stop words and single meaningful CJK characters
+    (what two statements must share to be "about the same thing")."""
+    return {t for t in tokenize(text) if not (has_cjk(t) and len(t) > 1)}
+
+
+def numbers(text: str) -> set[str]:
+    """The digit groups of a text ("555-1234" gives {"555", "1234"})."""
+    return set(re.findall(r"\d+", unicodedata.normalize("NFKC", text)))

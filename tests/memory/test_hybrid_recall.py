@@ -1,0 +1,113 @@
+"""Hybrid recall through `MemoryService`: dense + BM25 keyword candidates fused in one store query, rescored with
+the dense cosine (raised to the cosine of the fused rank), in English and Chinese."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory.clock import ManualClock
+from memory.embedders import WordLlamaEmbedder
+from memory.requests import RecallRequest, WriteRequest
+from memory.scope import NamespaceScope
+from memory.service import MemoryService
+from memory.stores.edge import EdgeVectorStore
+from tests.memory.conftest import scope
+
+pytestmark = pytest.mark.anyio
+
+ORDERS = [
+    "Order ZX-4470 was delivered",
+    "Order ZX-4417 shipped today",
+    "Order ZX-4472 is delayed",
+    "Order ZX-7441 was returned",
+    "Order XZ-1447 is paid",
+    "Order AB-1180 was delivered to the Lisbon office",
+    "Order QK-2093 is delayed because of a strike",
+    "Refund for order PT-7710 was approved",
+]
+CRATE = "Note for the logistics team: the crate from the Shenzhen supplier, ZX-4471, must be relabelled on arrival"
+CHINESE = [
+    "我住在上海浦东",
+    "我女儿在杭州上学",
+    "公司年会定在三亚",
+    "我的护照放在书房抽屉里",
+    "周末喜欢去西湖散步",
+    "我对花生过敏",
+    "老板下个月去深圳出差",
+]
+
+
+@pytest.fixture
+def me(acme: str) -> NamespaceScope:
+    return scope(acme, write=["user:1"])
+
+
+def services(store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock) -> dict[str, MemoryService]:
+    return {
+        "dense": MemoryService(store, embedder, clock, hybrid=False),
+        "hybrid": MemoryService(store, embedder, clock),
+    }
+
+
+async def load(service: MemoryService, who: NamespaceScope, contents: list[str]) -> None:
+    for content in contents:  # the same importance for all, so only retrieval decides
+        await service.write(who, WriteRequest(content=content, subject="agent-1", importance=0.5))
+
+
+async def recalled(service: MemoryService, who: NamespaceScope, query: str, **kwargs: Any) -> list[str]:
+    return [h.memory.content for h in await service.recall(who, RecallRequest(query=query, **kwargs))]
+
+
+async def test_hybrid_recall_finds_an_exact_rare_order_number_that_dense_alone_ranks_low(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    by_mode = services(store, embedder, clock)
+    await load(by_mode["hybrid"], me, [*ORDERS, CRATE])
+
+    dense = await recalled(by_mode["dense"], me, "Where is order ZX-4471?", top_k=9)
+    hybrid = await recalled(by_mode["hybrid"], me, "Where is order ZX-4471?", top_k=3)
+
+    assert dense.index(CRATE) >= 4  # the look-alike order numbers are nearer by meaning
+    assert CRATE in hybrid
+
+
+async def test_hybrid_recall_finds_a_chinese_keyword(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    by_mode = services(store, embedder, clock)
+    await load(by_mode["hybrid"], me, [*CHINESE, *ORDERS])
+
+    assert (await recalled(by_mode["hybrid"], me, "浦东", top_k=1)) == ["我住在上海浦东"]
+    assert (await recalled(by_mode["hybrid"], me, "护照在哪里", top_k=1)) == ["我的护照放在书房抽屉里"]
+    assert (await recalled(by_mode["hybrid"], me, "谁对花生过敏？", top_k=1)) == ["我对花生过敏"]
+    assert (await recalled(by_mode["hybrid"], me, "Has ZX-4417 shipped?", top_k=1)) == ["Order ZX-4417 shipped today"]
+
+
+async def test_hybrid_score_parts_keep_the_dense_cosine_and_never_go_below_it(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    service = MemoryService(store, embedder, clock)
+    await load(service, me, [*ORDERS, CRATE])
+
+    hits = await service.recall(me, RecallRequest(query="Where is order ZX-4471?", top_k=9, explain=True))
+
+    crate = next(h for h in hits if h.memory.content == CRATE)
+    assert crate.scores.dense_similarity is not None
+    assert crate.scores.similarity > crate.scores.dense_similarity  # raised by the keyword match
+    for hit in hits:
+        assert hit.scores.dense_similarity is not None
+        assert hit.scores.similarity >= hit.scores.dense_similarity
+        assert 0.0 <= hit.scores.similarity <= 1.0
+
+
+async def test_a_memory_without_any_shared_keyword_is_still_found_by_meaning(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    service = MemoryService(store, embedder, clock)
+    await load(service, me, ["The user's favourite programming language is Rust", *ORDERS])
+
+    assert (await recalled(service, me, "Which coding languages does she enjoy?", top_k=1)) == [
+        "The user's favourite programming language is Rust"
+    ]

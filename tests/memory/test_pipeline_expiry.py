@@ -1,0 +1,117 @@
+"""Write pipeline step 2: time-bound facts expire at the end of the day they name (in the turn's time zone)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from memory.pipeline.expiry import find_expiry
+
+MONDAY = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)  # Monday 4 May 2026
+SHANGHAI = timezone(timedelta(hours=8))
+
+
+def end_of(year: int, month: int, day: int, tz: timezone = UTC) -> datetime:
+    return datetime(year, month, day, tzinfo=tz) + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("content", "expires"),
+    [
+        ("I have a meeting tomorrow", end_of(2026, 5, 5)),
+        ("Dinner with Ana tonight", end_of(2026, 5, 4)),
+        ("I need to finish the slides today", end_of(2026, 5, 4)),
+        ("The day after tomorrow I fly to Rome", end_of(2026, 5, 6)),
+        ("Next Wednesday is the design review", end_of(2026, 5, 13)),
+        ("The report is due on Friday", end_of(2026, 5, 8)),
+        ("Send it by Thursday", end_of(2026, 5, 7)),
+        ("We go hiking this weekend", end_of(2026, 5, 10)),
+        ("The contractor comes next week", end_of(2026, 5, 17)),
+        ("The parcel arrives in 3 days", end_of(2026, 5, 7)),
+        ("In two weeks I start the new job", end_of(2026, 5, 18)),
+        ("The dentist appointment is on May 5", end_of(2026, 5, 5)),
+        ("Deadline: 2026-05-20", end_of(2026, 5, 20)),
+        ("The visa runs out on 12 June", end_of(2026, 6, 12)),
+        ("The conference is on May 5, 2027", end_of(2027, 5, 5)),
+    ],
+)
+def test_english_time_phrases_expire_at_the_end_of_the_day_they_name(content: str, expires: datetime) -> None:
+    bound = find_expiry(content, MONDAY)
+
+    assert bound is not None
+    assert bound.expires_at == expires
+
+
+@pytest.mark.parametrize(
+    ("content", "expires"),
+    [
+        ("明天下午三点开会", end_of(2026, 5, 5, SHANGHAI)),
+        ("后天去北京出差", end_of(2026, 5, 6, SHANGHAI)),
+        ("大后天交房租", end_of(2026, 5, 7, SHANGHAI)),
+        ("今晚和朋友吃火锅", end_of(2026, 5, 4, SHANGHAI)),
+        ("下周三有设计评审", end_of(2026, 5, 13, SHANGHAI)),
+        ("周五前提交报告", end_of(2026, 5, 8, SHANGHAI)),
+        ("这个周末去爬山", end_of(2026, 5, 10, SHANGHAI)),
+        ("三天后出发", end_of(2026, 5, 7, SHANGHAI)),
+        ("5月5日交报告", end_of(2026, 5, 5, SHANGHAI)),
+        ("2026年6月1日搬家", end_of(2026, 6, 1, SHANGHAI)),
+        ("下个月装修", end_of(2026, 6, 30, SHANGHAI)),
+    ],
+)
+def test_chinese_time_phrases_expire_at_the_end_of_that_day_in_the_turns_time_zone(
+    content: str, expires: datetime
+) -> None:
+    bound = find_expiry(content, MONDAY.astimezone(SHANGHAI))
+
+    assert bound is not None
+    assert bound.expires_at == expires
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "I went to the gym today",
+        "Yesterday I met Ana",
+        "I was born on May 5",
+        "My birthday is on May 5",
+        "I play tennis on Sundays",
+        "Every Monday I call my mother",
+        "The launch was on 2025-05-05",
+        "The kickoff was on May 1",
+        "They may 5 times a day",
+        "The user lives in Lisbon",
+        "今天我去了健身房",
+        "我的生日是5月5日",
+        "每周三练瑜伽",
+    ],
+)
+def test_past_recurring_and_timeless_statements_get_no_expiry(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+def test_of_several_days_the_latest_wins_and_the_rule_and_phrase_are_reported() -> None:
+    bound = find_expiry("Pack tonight, the flight is the day after tomorrow", MONDAY)
+
+    assert bound is not None
+    assert (bound.rule, bound.phrase, bound.day.isoformat()) == (
+        "day_after_tomorrow",
+        "the day after tomorrow",
+        "2026-05-06",
+    )
+
+
+def test_a_date_without_a_year_means_the_nearest_one_so_january_said_in_december_is_next_year() -> None:
+    december = datetime(2026, 12, 20, 9, 0, tzinfo=UTC)
+
+    bound = find_expiry("The flight is on Jan 3", december)
+
+    assert bound is not None
+    assert bound.expires_at == end_of(2027, 1, 3)
+
+
+def test_next_weekday_means_that_day_of_the_following_week_even_late_in_the_week() -> None:
+    saturday = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
+
+    assert find_expiry("next Monday", saturday).expires_at == end_of(2026, 5, 11)  # type: ignore[union-attr]
+    assert find_expiry("下周一", saturday).expires_at == end_of(2026, 5, 11)  # type: ignore[union-attr]

@@ -1,0 +1,270 @@
+"""The write pipeline through `MemoryService` (real store, real embedder, `ManualClock`): chit-chat skipped,
+time-bound facts expiring, importance by rules, near-duplicates updated in place and contradicted facts
+superseded, in English and Chinese."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memory.clock import ManualClock
+from memory.embedders import WordLlamaEmbedder
+from memory.models import WriteOutcome, WriteStatus
+from memory.pipeline import PIPELINE_KEY, PipelineSettings
+from memory.ports import RecallFilter
+from memory.requests import ListRequest, RecallRequest, WriteRequest
+from memory.scope import NamespaceScope
+from memory.service import MemoryService
+from memory.stores.edge import EdgeVectorStore
+from tests.memory.conftest import START, everything, scope
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def me(acme: str) -> NamespaceScope:
+    return scope(acme, write=["user:1"])
+
+
+async def write(service: MemoryService, who: NamespaceScope, content: str, **kwargs: Any) -> WriteOutcome:
+    return await service.write(who, WriteRequest(content=content, subject="agent-1", **kwargs))
+
+
+async def recalled(service: MemoryService, who: NamespaceScope, query: str, **kwargs: Any) -> list[str]:
+    return [h.memory.content for h in await service.recall(who, RecallRequest(query=query, **kwargs))]
+
+
+# -- 1. density ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", ["ok", "Thanks so much!", "lol", "👍", "好的", "明白了", "谢谢"])
+async def test_chit_chat_is_skipped_with_a_low_information_reason_and_nothing_stored(
+    service: MemoryService, store: EdgeVectorStore, me: NamespaceScope, acme: str, content: str
+) -> None:
+    outcome = await write(service, me, content)
+
+    assert outcome.status is WriteStatus.SKIPPED
+    assert outcome.reason is not None and outcome.reason.startswith("low_information: ")
+    assert (outcome.stored, outcome.id) == (False, None)
+    assert await everything(store, acme) == []
+
+
+async def test_force_stores_chit_chat_anyway(service: MemoryService, me: NamespaceScope) -> None:
+    outcome = await write(service, me, "ok", force=True)
+
+    assert outcome.status is WriteStatus.CREATED
+    assert (await service.get(me, outcome.memory.id)).content == "ok"
+
+
+async def test_the_density_filter_can_be_switched_off(store: EdgeVectorStore, embedder: WordLlamaEmbedder) -> None:
+    service = MemoryService(store, embedder, ManualClock(START), pipeline=PipelineSettings(density_filter=False))
+    who = scope(f"acme-{START.timestamp():.0f}-off", write=["user:1"])
+
+    assert (await write(service, who, "thanks")).status is WriteStatus.CREATED
+
+
+# -- 2. time-bound facts ---------------------------------------------------------------------------------------
+
+
+async def test_a_time_bound_fact_expires_at_the_end_of_the_day_it_names(
+    service: MemoryService, clock: ManualClock, me: NamespaceScope
+) -> None:
+    # START is Thursday 2026-01-01 12:00 UTC: "tomorrow" is Friday, so the fact lasts until Saturday 00:00
+    outcome = await write(service, me, "I have a dentist appointment tomorrow at 9")
+
+    assert outcome.memory.expires_at == datetime(2026, 1, 3, tzinfo=UTC)
+    assert outcome.memory.metadata[PIPELINE_KEY]["expiry"] == {
+        "rule": "tomorrow",
+        "phrase": "tomorrow",
+        "day": "2026-01-02",
+    }
+    assert outcome.reason is not None and "time_bound" in outcome.reason
+    clock.advance(timedelta(hours=35, minutes=59).total_seconds())
+    assert await recalled(service, me, "dentist appointment") == ["I have a dentist appointment tomorrow at 9"]
+
+    clock.advance(60)
+
+    assert await recalled(service, me, "dentist appointment") == []
+
+
+async def test_the_expiry_is_relative_to_occurred_at_in_its_time_zone(
+    service: MemoryService, me: NamespaceScope
+) -> None:
+    shanghai = datetime(2026, 1, 1, 23, 0, tzinfo=UTC).astimezone(
+        datetime.fromisoformat("2026-01-02T07:00+08:00").tzinfo
+    )
+
+    outcome = await write(service, me, "明天下午三点开会", occurred_at=shanghai)  # Friday 2 January, 07:00 in Shanghai
+
+    assert outcome.memory.expires_at == datetime.fromisoformat("2026-01-04T00:00+08:00")
+
+
+async def test_an_explicit_ttl_wins_over_the_text(service: MemoryService, me: NamespaceScope) -> None:
+    outcome = await write(service, me, "I have a meeting next Wednesday", ttl_seconds=600)
+
+    assert outcome.memory.expires_at == START + timedelta(seconds=600)
+    assert outcome.memory.metadata[PIPELINE_KEY]["expiry"] == {"rule": "ttl_seconds"}
+
+
+# -- 3. importance ---------------------------------------------------------------------------------------------
+
+
+async def test_importance_comes_from_rules_when_not_given_and_the_rules_are_recorded(
+    service: MemoryService, me: NamespaceScope
+) -> None:
+    remembered = await write(service, me, "Remember that the user is allergic to peanuts")
+    chatter = await write(service, me, "haha how are you doing?")
+    given = await write(service, me, "I prefer aisle seats", importance=0.3)
+
+    assert remembered.memory.importance >= 0.9
+    assert "explicit" in remembered.memory.metadata[PIPELINE_KEY]["importance"]["rules"]
+    assert chatter.memory.importance == 0.2
+    assert given.memory.importance == 0.3
+    assert "importance" not in given.memory.metadata.get(PIPELINE_KEY, {})
+
+
+# -- 4. conflicts ----------------------------------------------------------------------------------------------
+
+
+async def test_a_near_duplicate_updates_the_existing_memory_in_place(
+    service: MemoryService, store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    first = await write(service, me, "The user prefers tea over coffee", tags=["drinks"])
+    clock.advance(60)
+
+    again = await write(service, me, "User prefers tea to coffee", tags=["prefs"])
+
+    assert again.status is WriteStatus.UPDATED
+    assert again.memory.id == first.memory.id
+    assert again.reason is not None and again.reason.startswith(f"near_duplicate of {first.memory.id}")
+    stored = await service.get(me, first.memory.id)
+    assert stored.content == "User prefers tea to coffee"
+    assert (stored.created_at, stored.updated_at) == (START, START + timedelta(seconds=60))
+    assert stored.tags == ["drinks", "prefs"]
+    assert stored.metadata[PIPELINE_KEY]["conflict"]["previous_content"] == "The user prefers tea over coffee"
+    assert len(await everything(store, me.tenant)) == 1
+    # the vector was replaced too: the stored vector is the new content's
+    vector = await embedder.embed_query("User prefers tea to coffee")
+    [hit] = await store.search(me, ("user:1",), vector, 1, RecallFilter(now=START + timedelta(minutes=2)))
+    assert hit.similarity == pytest.approx(1.0, abs=1e-4)
+    assert float(np.dot(vector, await embedder.embed_query("The user prefers tea over coffee"))) < 0.99
+
+
+async def test_a_contradicting_fact_supersedes_the_old_one_which_recall_hides_unless_asked(
+    service: MemoryService, clock: ManualClock, me: NamespaceScope
+) -> None:
+    old = await write(service, me, "My favourite colour is blue")
+    clock.advance(3600)
+
+    new = await write(service, me, "My favourite colour is green now")
+
+    assert new.status is WriteStatus.CREATED
+    assert new.superseded == [old.memory.id]
+    assert new.memory.supersedes == [old.memory.id]
+    assert new.reason is not None and "fav:color changed from 'blue' to 'green'" in new.reason
+    kept = await service.get(me, old.memory.id)
+    assert kept.superseded_by == new.memory.id
+    assert kept.metadata[PIPELINE_KEY]["superseded"]["by"] == new.memory.id
+    assert await recalled(service, me, "what is the user's favourite colour?") == ["My favourite colour is green now"]
+    assert set(await recalled(service, me, "favourite colour", include_superseded=True)) == {
+        "My favourite colour is blue",
+        "My favourite colour is green now",
+    }
+    assert [m.id for m in (await service.list(me, ListRequest())).memories] == [new.memory.id]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        ("We use MySQL for the orders database", "We migrated the orders database to PostgreSQL", "orders database"),
+        ("I live in Berlin", "I moved to Paris", "where does the user live"),
+        ("我住在北京", "我搬到上海了", "住在哪里"),
+        ("我喜欢喝咖啡", "我不喜欢喝咖啡了", "喝咖啡"),
+    ],
+)
+async def test_supersession_in_english_and_chinese_keeps_only_the_current_fact_in_recall(
+    service: MemoryService, clock: ManualClock, me: NamespaceScope, old: str, new: str, query: str
+) -> None:
+    first = await write(service, me, old)
+    clock.advance(60)
+
+    second = await write(service, me, new)
+
+    assert second.superseded == [first.memory.id]
+    assert await recalled(service, me, query) == [new]
+
+
+async def test_facts_that_can_both_hold_are_both_kept(service: MemoryService, me: NamespaceScope) -> None:
+    await write(service, me, "The user likes tea")
+    outcome = await write(service, me, "The user likes jazz")
+
+    assert (outcome.status, outcome.superseded) == (WriteStatus.CREATED, [])
+    assert len(await recalled(service, me, "what does the user like")) == 2
+
+
+async def test_a_forced_write_is_never_merged_into_a_near_duplicate(service: MemoryService, me: NamespaceScope) -> None:
+    first = await write(service, me, "The user prefers tea over coffee")
+
+    forced = await write(service, me, "User prefers tea to coffee", force=True)
+
+    assert forced.status is WriteStatus.CREATED
+    assert forced.memory.id != first.memory.id
+
+
+async def test_superseding_an_origin_also_supersedes_its_shared_copies(service: MemoryService, acme: str) -> None:
+    both = scope(acme, write=["user:1", "team:1"])
+    await write(service, both, "I live in Berlin", share_to=["team:1"])
+
+    await write(service, both, "I moved to Paris")
+
+    team = scope(acme, read=["team:1"])
+    assert await recalled(service, team, "where does the user live") == []
+    assert await recalled(service, both, "where does the user live") == ["I moved to Paris"]
+
+
+async def test_an_old_statement_imported_later_is_stored_as_superseded_by_the_newer_fact(
+    service: MemoryService, me: NamespaceScope
+) -> None:
+    current = await write(service, me, "I live in Paris")
+
+    old = await write(service, me, "I live in Berlin", occurred_at=START - timedelta(days=365))
+
+    assert (old.status, old.superseded, old.memory.superseded_by) == (WriteStatus.CREATED, [], current.memory.id)
+    assert (await service.get(me, current.memory.id)).supersedes == [old.memory.id]
+    assert await recalled(service, me, "where does the user live") == ["I live in Paris"]
+
+
+async def test_a_query_matching_only_the_old_wording_is_answered_by_the_memory_that_superseded_it(
+    service: MemoryService, clock: ManualClock, me: NamespaceScope
+) -> None:
+    old = await write(service, me, "We use MySQL for the orders database")
+    clock.advance(60)
+    new = await write(service, me, "We migrated to PostgreSQL")
+
+    [hit] = await service.recall(me, RecallRequest(query="Is MySQL still used?", top_k=1))
+
+    assert (hit.memory.id, hit.via) == (new.memory.id, old.memory.id)
+    assert hit.scores.dense_similarity is None  # the similarity is that of the matched, superseded wording
+
+
+async def test_a_successor_outside_the_recall_filters_does_not_stand_in_for_its_superseded_memory(
+    service: MemoryService, clock: ManualClock, me: NamespaceScope
+) -> None:
+    await write(service, me, "We use MySQL for the orders database", tags=["db"])
+    clock.advance(60)
+    await write(service, me, "We migrated to PostgreSQL", tags=["infra"])
+
+    assert await recalled(service, me, "Is MySQL still used?", tags=["db"]) == []
+
+
+async def test_a_grace_period_keeps_a_time_bound_fact_recallable_for_whole_days_after_its_day(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    service = MemoryService(store, embedder, clock, pipeline=PipelineSettings(time_bound_grace_days=2))
+
+    outcome = await write(service, me, "I have a dentist appointment tomorrow at 9")
+
+    assert outcome.memory.expires_at == datetime(2026, 1, 5, tzinfo=UTC)
