@@ -48,6 +48,7 @@ async def import_records(
                 metadata=record.get("metadata"),
                 tool="import_memories",
                 skip_deleted_repeats=True,
+                imported=True,
             ),
         )
         if outcome.status is WriteStatus.CREATED:

@@ -38,6 +38,8 @@ def memory_json(memory: Memory) -> dict[str, Any]:
 def hit_json(hit: RecallHit, explain: bool) -> dict[str, Any]:
     body = memory_json(hit.memory)
     body["score"] = round(hit.scores.score, 6)
+    if hit.via is not None:
+        body["via"] = hit.via  # the query matched this superseded memory; this hit is what replaced it
     if explain:
         parts = hit.scores
         body["scores"] = {
@@ -46,6 +48,8 @@ def hit_json(hit: RecallHit, explain: bool) -> dict[str, Any]:
             "importance": round(parts.importance, 6),
             "access_frequency": round(parts.access_frequency, 6),
         }
+        if parts.dense_similarity is not None:
+            body["scores"]["dense_similarity"] = round(parts.dense_similarity, 6)
     return body
 
 

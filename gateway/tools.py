@@ -96,7 +96,7 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             )
             body: dict[str, Any] = {
                 "status": outcome.status.value,
-                "id": outcome.memory.id,
+                "id": outcome.id,  # None when nothing was stored (low-information content)
                 "namespace": outcome.memory.namespace,
                 "superseded": outcome.superseded,
             }
@@ -120,6 +120,9 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
         since: Annotated[str | None, Field(description="ISO 8601: only memories created at or after.")] = None,
         until: Annotated[str | None, Field(description="ISO 8601: only memories created at or before.")] = None,
         token_budget: Annotated[int | None, Field(description="Return at most about this many tokens.")] = None,
+        include_superseded: Annotated[
+            bool, Field(description="Also return older memories that newer ones replaced (history).")
+        ] = False,
         explain: Annotated[bool, Field(description="Include the parts of each score.")] = False,
     ) -> CallToolResult:
         """Look up what you remember that is relevant to a question or task, before answering. Returns the best
@@ -139,6 +142,7 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
                     since=parse_instant(since, "since"),
                     until=parse_instant(until, "until"),
                     token_budget=token_budget,
+                    include_superseded=include_superseded,
                     explain=explain,
                 ),
             )

@@ -343,7 +343,20 @@ class MemoryService:
         hits.sort(key=lambda h: h.scores.score, reverse=True)
         chosen = self._select(hits, top_k, request.token_budget)
         await self._schedule_access(scope, [h.memory.id for h in chosen])
-        return chosen
+        shown = await self._without_foreign_origins(scope, [h.memory for h in chosen])
+        return [replace(hit, memory=memory) for hit, memory in zip(chosen, shown, strict=True)]
+
+    async def _without_foreign_origins(self, scope: NamespaceScope, memories: list[Memory]) -> list[Memory]:
+        """Shared copies name their origin only to callers who can read it: a reader of the shared namespace
+        alone must not learn that a private original exists, nor its id."""
+        visible: dict[str, bool] = {}
+        shown = []
+        for memory in memories:
+            origin = memory.origin_id
+            if origin is not None and origin not in visible:
+                visible[origin] = await self.store.get(scope, origin) is not None
+            shown.append(memory if origin is None or visible[origin] else replace(memory, origin_id=None))
+        return shown
 
     async def _current_version(
         self, scope: NamespaceScope, memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter
@@ -400,6 +413,8 @@ class MemoryService:
         canonical = parse_memory_id(memory_id)
         if canonical is None:
             raise InvalidArgument("id must be a memory id (a UUID string)")
+        if not scope.admin and not scope.all_readable:  # no grant at all: nothing is visible, say so uniformly
+            raise NotFound("no memory with that id is visible to this token")
         memory = await self.store.get(scope, canonical)
         if memory is None:
             raise NotFound("no memory with that id is visible to this token")
@@ -454,7 +469,7 @@ class MemoryService:
         memories, next_id = await self.store.list(
             scope, ListQuery(namespaces, kind, bool(request.include_deleted), limit, after)
         )
-        return MemoryPage(memories, encode_cursor(next_id))
+        return MemoryPage(await self._without_foreign_origins(scope, memories), encode_cursor(next_id))
 
 
 def _passes(memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter) -> bool:

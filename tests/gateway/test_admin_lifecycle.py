@@ -81,7 +81,9 @@ async def test_share_to_writes_linked_copies_recalled_once_and_forgotten_togethe
     async with mcp_session(app, bob) as client:
         bob_hits = data(await client.call_tool("recall_memory", {"query": "launch date"}))
     assert [h["origin_id"] or h["id"] for h in alice_hits["memories"]] == [written["id"]]  # one hit per origin
-    assert [h["origin_id"] for h in bob_hits["memories"]] == [written["id"]]
+    [bob_hit] = bob_hits["memories"]
+    assert bob_hit["content"] == "The launch moved to June 3rd" and bob_hit["namespace"] == "shared:t"
+    assert bob_hit["origin_id"] is None  # bob cannot read user:a, so the private origin is not named
     assert error_code(forbidden) == "namespace_forbidden"
     async with mcp_session(app, alice) as client:
         data(await client.call_tool("forget_memory", {"id": written["id"]}))

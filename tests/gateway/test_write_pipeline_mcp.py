@@ -1,0 +1,59 @@
+"""The write pipeline through MCP: chit-chat is skipped with a reason (and stored when forced), a contradicting
+fact supersedes the old one, and a time-bound fact expires on the controlled clock."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.applications import Starlette
+
+from memory.clock import ManualClock
+from tests.conftest import Mint, data, mcp_session
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_chit_chat_is_skipped_with_a_reason_unless_forced(app: Starlette, mint: Mint) -> None:
+    async with mcp_session(app, mint()) as client:
+        skipped = data(await client.call_tool("write_memory", {"content": "ok thanks!"}))
+        forced = data(await client.call_tool("write_memory", {"content": "ok thanks!", "force": True}))
+        skipped_zh = data(await client.call_tool("write_memory", {"content": "好的，明白了"}))
+        listed = data(await client.call_tool("list_memories", {}))
+    assert skipped["status"] == "skipped" and skipped["id"] is None
+    assert skipped["reason"].startswith("low_information")
+    assert skipped_zh["status"] == "skipped"
+    assert forced["status"] == "created"
+    assert [m["id"] for m in listed["memories"]] == [forced["id"]]
+
+
+async def test_a_contradicting_fact_supersedes_the_old_one(app: Starlette, mint: Mint) -> None:
+    async with mcp_session(app, mint()) as client:
+        old = data(await client.call_tool("write_memory", {"content": "We use MySQL for the orders service"}))
+        new = data(await client.call_tool("write_memory", {"content": "We migrated the orders service to PostgreSQL"}))
+        hits = data(await client.call_tool("recall_memory", {"query": "which database does the orders service use"}))
+        history = data(
+            await client.call_tool(
+                "recall_memory", {"query": "which database does the orders service use", "include_superseded": True}
+            )
+        )
+        listed = data(await client.call_tool("list_memories", {"include_deleted": True}))
+    assert new["status"] == "created"
+    assert new["superseded"] == [old["id"]]
+    assert hits["memories"][0]["id"] == new["id"]
+    assert old["id"] not in [m["id"] for m in hits["memories"]]
+    assert old["id"] in [m["id"] for m in history["memories"]]
+    by_id = {m["id"]: m for m in listed["memories"]}
+    assert by_id[old["id"]]["superseded_by"] == new["id"]
+    assert by_id[new["id"]]["supersedes"] == [old["id"]]
+
+
+async def test_a_time_bound_fact_expires_after_its_day(app: Starlette, mint: Mint, clock: ManualClock) -> None:
+    async with mcp_session(app, mint()) as client:
+        written = data(
+            await client.call_tool("write_memory", {"content": "I have a dentist appointment tomorrow at 3pm"})
+        )
+        before = data(await client.call_tool("recall_memory", {"query": "dentist appointment"}))
+        clock.advance(3 * 24 * 3600)
+        after = data(await client.call_tool("recall_memory", {"query": "dentist appointment"}))
+    assert [m["id"] for m in before["memories"]] == [written["id"]]
+    assert before["memories"][0]["expires_at"] is not None
+    assert after["memories"] == []
