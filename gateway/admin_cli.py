@@ -142,6 +142,17 @@ async def purge_namespace(args: argparse.Namespace) -> int:
     return 0
 
 
+async def maintain(args: argparse.Namespace) -> int:
+    """One maintenance pass (expiry, eviction, consolidation) on the data directory of these settings."""
+    from gateway.maintenance import maintain_all
+    from gateway.runtime import open_runtime
+
+    async with open_runtime(Settings()) as runtime:
+        reports = await maintain_all(runtime, [args.tenant] if args.tenant else None)
+    print(json.dumps(reports, indent=2))
+    return 0
+
+
 def add_admin_commands(sub: Any) -> None:
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--namespace", required=True)
@@ -164,6 +175,10 @@ def add_admin_commands(sub: Any) -> None:
     purge.add_argument("--confirm", help="repeat the namespace name")
     purge.add_argument("--yes", action="store_true", help="skip the confirmation")
     purge.set_defaults(func=lambda a: run_async(purge_namespace, a))
+
+    upkeep = sub.add_parser("maintain", help="expire, evict over capacity and consolidate now (server stopped)")
+    upkeep.add_argument("--tenant", help="only this tenant (default: every tenant)")
+    upkeep.set_defaults(func=lambda a: run_async(maintain, a))
 
 
 def run_async(command: Any, args: argparse.Namespace) -> int:

@@ -12,10 +12,11 @@ from pydantic import Field
 from gateway.runtime import Runtime
 from gateway.serialize import memory_json
 from gateway.tool_support import ToolRunner
+from memory.consolidation import consolidate as run_consolidation
 from memory.errors import InvalidArgument
 from memory.models import WriteStatus
 from memory.requests import ListRequest, WriteRequest
-from memory.scope import NamespaceScope
+from memory.scope import NamespaceScope, validate_namespace
 from memory.validation import parse_instant
 from tenancy import SCOPE_ADMIN, Principal
 
@@ -96,6 +97,26 @@ def register_admin_tools(server: MCPServer, runner: ToolRunner) -> None:
             return await import_records(rt, principal, scope, namespace, records)
 
         return await runner.run("import_memories", SCOPE_ADMIN, op, mutation=arguments)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
+    async def consolidate(
+        namespace: Annotated[str | None, Field(description="One namespace; omit for every namespace.")] = None,
+        request_id: Annotated[str | None, Field(description="Client-chosen id of this call.")] = None,
+    ) -> CallToolResult:
+        """Admin: consolidate related episodic memories into semantic memories (facts and preferences) that
+        link to their sources. Runs on a schedule too; call it to do it now."""
+        arguments: dict[str, Any] = {"namespace": namespace, "request_id": request_id}
+
+        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
+            targets = [validate_namespace(namespace)] if namespace else sorted(await rt.store.namespace_counts(scope))
+            clusters, written = 0, []
+            for target in targets:
+                result = await run_consolidation(rt.memories, scope, target)
+                clusters += result.clusters
+                written += result.written
+            return {"status": "consolidated", "clusters": clusters, "written": written}
+
+        return await runner.run("consolidate", SCOPE_ADMIN, op, mutation=arguments)
 
     @server.tool(annotations=destructive)
     async def purge_namespace(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
@@ -21,6 +22,7 @@ from starlette.routing import Route
 
 from gateway.debug import debug_routes
 from gateway.http import McpAuthGate, livez, metrics_endpoint, readyz_endpoint
+from gateway.maintenance import maintenance_loop
 from gateway.mcp_server import build_mcp_server
 from gateway.observability import Telemetry, TraceContextMiddleware, TracedTokenVerifier
 from gateway.rate_limit_gate import RateLimitGate
@@ -108,13 +110,20 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_runtime(settings, clock, telemetry.tracer) as runtime, mcp.session_manager.run():
+        async with (
+            open_runtime(settings, clock, telemetry.tracer) as runtime,
+            mcp.session_manager.run(),
+            anyio.create_task_group() as background,
+        ):
             holder.set(runtime)
             app.state.runtime = runtime
+            if settings.memory_maintenance_interval_seconds > 0:
+                background.start_soon(maintenance_loop, runtime, settings.memory_maintenance_interval_seconds)
             try:
                 yield
             finally:
                 holder.set(None)
+                background.cancel_scope.cancel()
                 if tracer_provider is None and provider is not None:
                     provider.shutdown()
 

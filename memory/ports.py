@@ -117,6 +117,14 @@ class VectorStore(Protocol):
         """Increment access counts and set `last_accessed_at` of the given memories."""
         ...
 
+    async def namespace_counts(self, scope: NamespaceScope, kind: MemoryKind | None = None) -> dict[str, int]:
+        """Live memories (of one kind, or all) per namespace of the scope's tenant (admin scopes only)."""
+        ...
+
+    async def tenants(self) -> builtins.list[str]:
+        """Every tenant with memories: names only, for operations (scheduling maintenance per tenant)."""
+        ...
+
     async def ping(self) -> None:
         """Raise `BackendUnavailable` if the store cannot serve."""
         ...

@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     idempotency_retention_seconds: int = Field(86_400, ge=60)
     idempotency_wait_seconds: float = Field(30.0, gt=0)
     maintenance_interval_seconds: float = Field(30.0, gt=0)
+    memory_maintenance_interval_seconds: float = Field(
+        3600.0, ge=0, description="How often expiry, eviction and consolidation run over every tenant (0: never)."
+    )
+    episodic_capacity: int = Field(10_000, ge=1, description="Live episodic memories kept per namespace.")
+    semantic_capacity: int = Field(1_000, ge=1, description="Live semantic memories kept per namespace.")
+    eviction_protect_days: float = Field(7.0, ge=0, description="Memories this recent are never evicted.")
 
     # auth
     jwt_secret: SecretStr | None = None

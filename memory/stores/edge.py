@@ -8,6 +8,7 @@ updates (access counts) do not race. `maintain()` builds indexes off the request
 
 from __future__ import annotations
 
+import builtins
 import fcntl
 import json
 import os
@@ -23,7 +24,7 @@ import qdrant_edge as qe
 
 from memory.clock import to_timestamp
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
-from memory.models import Memory
+from memory.models import Memory, MemoryKind
 from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
@@ -46,6 +47,7 @@ from memory.stores.payload import (
 )
 
 DENSE = "dense"
+FACET_LIMIT = 100_000
 SPARSE = "bm25"
 META_FILE = "store.json"
 T = TypeVar("T")
@@ -325,6 +327,19 @@ class EdgeVectorStore:
     async def count(self, scope: NamespaceScope, namespaces: tuple[str, ...]) -> int:
         flt = qe.Filter(must=scope_conditions(scope, namespaces))
         return int(await self._run(lambda: self._shard.count(qe.CountRequest(filter=flt, exact=True))))
+
+    async def namespace_counts(self, scope: NamespaceScope, kind: MemoryKind | None = None) -> dict[str, int]:
+        must = [*scope_conditions(scope, ()), _match("status", STATUS_ACTIVE)]
+        if kind is not None:
+            must.append(_match("kind", kind.value))
+        request = qe.FacetRequest("namespace", limit=FACET_LIMIT, exact=True, filter=qe.Filter(must=must))
+        response = await self._run(lambda: self._shard.facet(request))
+        return {str(hit.value): int(hit.count) for hit in response.hits}
+
+    async def tenants(self) -> builtins.list[str]:
+        request = qe.FacetRequest(TENANT_FIELD, limit=FACET_LIMIT, exact=True)
+        response = await self._run(lambda: self._shard.facet(request))
+        return sorted(str(hit.value) for hit in response.hits)
 
     # -- operations ------------------------------------------------------------------------------------------
     async def ping(self) -> None:

@@ -30,7 +30,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from memory.clock import to_timestamp
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
-from memory.models import Memory
+from memory.models import Memory, MemoryKind
 from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
@@ -56,6 +56,7 @@ DENSE = "dense"
 SPARSE = "bm25"
 APP = "hindsight"
 DEFAULT_TIMEOUT = 5.0
+FACET_LIMIT = 100_000
 RETRY_ATTEMPTS = 3
 COPIES_LIMIT = 1000
 T = TypeVar("T")
@@ -444,6 +445,23 @@ class QdrantServerStore:
         flt = qm.Filter(must=scope_conditions(scope, namespaces))
         counted = await self._call(lambda: self._client.count(self._collection, count_filter=flt, exact=True))
         return int(counted.count)
+
+    async def namespace_counts(self, scope: NamespaceScope, kind: MemoryKind | None = None) -> dict[str, int]:
+        must = [*scope_conditions(scope, ()), _match("status", STATUS_ACTIVE)]
+        if kind is not None:
+            must.append(_match("kind", kind.value))
+        response = await self._call(
+            lambda: self._client.facet(
+                self._collection, "namespace", facet_filter=qm.Filter(must=must), limit=FACET_LIMIT, exact=True
+            )
+        )
+        return {str(hit.value): int(hit.count) for hit in response.hits}
+
+    async def tenants(self) -> builtins.list[str]:
+        response = await self._call(
+            lambda: self._client.facet(self._collection, TENANT_FIELD, limit=FACET_LIMIT, exact=True)
+        )
+        return sorted(str(hit.value) for hit in response.hits)
 
     # -- operations ------------------------------------------------------------------------------------------
     async def ping(self) -> None:

@@ -178,3 +178,50 @@ async def test_share_to_an_unwritable_namespace_writes_nothing_anywhere(app: Sta
         listed = data(await client.call_tool("list_memories", {"include_deleted": True}))
     assert error_code(refused) == "namespace_forbidden"
     assert listed["memories"] == []
+
+
+async def test_consolidate_tool_writes_semantic_memories_for_admins_only(app: Starlette, mint: Mint) -> None:
+    user = mint()
+    async with mcp_session(app, user) as client:
+        for text in (
+            "The user drinks a double espresso every morning",
+            "The user likes espresso with no sugar in the morning",
+            "Every morning the user orders an espresso",
+        ):
+            data(await client.call_tool("write_memory", {"content": text}))
+        refused = await client.call_tool("consolidate", {"namespace": "user:1"})
+    async with mcp_session(app, mint(sub="ops", read=[], write=[], admin=True)) as client:
+        result = data(await client.call_tool("consolidate", {"namespace": "user:1"}))
+    assert error_code(refused) == "scope_forbidden"
+    assert result["clusters"] == 1 and len(result["written"]) == 1
+    async with mcp_session(app, user) as client:
+        hits = data(await client.call_tool("recall_memory", {"query": "morning drink", "kinds": ["semantic"]}))
+    assert [h["id"] for h in hits["memories"]] == result["written"]
+    assert len(hits["memories"][0]["metadata"]["sources"]) == 3
+
+
+def test_cli_maintain_expires_memories_in_direct_mode(tmp_path: Path, mint: Mint) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env |= {"HINDSIGHT_DATA_DIR": str(tmp_path / "data")}
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        json.dumps({"content": "Door code 4417 until Friday", "created_at": "2020-01-01T00:00:00Z"}) + "\n"
+    )
+    imported = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "import", "--tenant", "acme", "--namespace", "user:1", str(source)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert imported.returncode == 0, imported.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "maintain", "--tenant", "acme"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["acme"]["namespaces"] == 1
