@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from gateway.debug import debug_routes
 from gateway.http import McpAuthGate, livez, metrics_endpoint, readyz_endpoint
-from gateway.maintenance import maintenance_loop
+from gateway.maintenance import gauge_loop, maintenance_loop
 from gateway.mcp_server import build_mcp_server
 from gateway.observability import Telemetry, TraceContextMiddleware, TracedTokenVerifier
 from gateway.rate_limit_gate import RateLimitGate
@@ -119,6 +119,7 @@ def create_app(
             app.state.runtime = runtime
             if settings.memory_maintenance_interval_seconds > 0:
                 background.start_soon(maintenance_loop, runtime, settings.memory_maintenance_interval_seconds)
+            background.start_soon(gauge_loop, runtime, telemetry.metrics, settings.metrics_sample_seconds)
             try:
                 yield
             finally:

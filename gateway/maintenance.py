@@ -14,7 +14,9 @@ from gateway.runtime import Runtime
 from memory.errors import MemoryEngineError
 from memory.forgetting import ForgettingPolicy
 from memory.maintenance import MaintenanceReport, maintain_tenant
+from memory.models import MemoryKind
 from memory.scope import NamespaceScope
+from ops.metrics import Metrics
 from tenancy import Principal, scope_for
 from tenancy.principal import SCOPE_ADMIN
 
@@ -55,3 +57,29 @@ async def maintenance_loop(runtime: Runtime, interval_seconds: float) -> None:
     while True:
         await anyio.sleep(interval_seconds)
         await maintain_all(runtime)
+
+
+async def sample_memory_counts(runtime: Runtime, metrics: Metrics) -> None:
+    """Set the `hindsight_memories{kind}` gauge from the store (per tenant when the tenant label is on)."""
+    totals: dict[tuple[str, str], int] = {}
+    for tenant in await runtime.store.tenants():
+        scope = admin_scope(tenant)
+        for kind in MemoryKind:
+            count = sum((await runtime.store.namespace_counts(scope, kind)).values())
+            key = (kind.value, tenant if metrics.tenant_label else "")
+            totals[key] = totals.get(key, 0) + count
+    for kind in MemoryKind:
+        if not metrics.tenant_label:
+            metrics.memories.labels(kind=kind.value).set(totals.get((kind.value, ""), 0))
+    if metrics.tenant_label:
+        for (kind_value, tenant), count in totals.items():
+            metrics.memories.labels(kind=kind_value, tenant=tenant).set(count)
+
+
+async def gauge_loop(runtime: Runtime, metrics: Metrics, interval_seconds: float) -> None:
+    while True:
+        try:
+            await sample_memory_counts(runtime, metrics)
+        except MemoryEngineError as exc:
+            logger.warning("sampling memory counts failed: %s", exc.message)
+        await anyio.sleep(interval_seconds)

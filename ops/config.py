@@ -118,6 +118,7 @@ class Settings(BaseSettings):
     # observability
     otel_enabled: bool = Field(False, description="Export traces over OTLP/HTTP (configured by OTEL_* variables).")
     metrics_tenant_label: bool = Field(False, description="Add a tenant label to tool metrics (cardinality!).")
+    metrics_sample_seconds: float = Field(60.0, gt=0, description="How often the memory-count gauge is sampled.")
     debug_views_enabled: bool = Field(False, description="Serve /debug/memories and /debug/stats to admin tokens.")
 
     @field_validator("jwt_algorithms")

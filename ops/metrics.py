@@ -8,7 +8,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 # Fine enough to read a P99 anywhere from 1 ms to 5 s.
 LATENCY_BUCKETS = (
@@ -79,6 +79,10 @@ class Metrics:
         )  # fmt: skip
         self.backend_errors = Counter(
             "hindsight_backend_errors", "Calls that failed because a backend was unavailable.", ["backend"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.memories = Gauge(
+            "hindsight_memories", "Live memories by kind, sampled periodically.", ["kind", *extra],
             registry=self.registry,
         )  # fmt: skip
         self.recall_window = LatencyWindow()

@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from starlette.applications import Starlette
 
 from gateway.app import create_app
+from gateway.maintenance import sample_memory_counts
 from memory.clock import ManualClock
 from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running
 
@@ -99,6 +100,12 @@ async def test_metrics_show_latency_histograms_and_counters_after_calls(observed
     assert 'hindsight_writes_total{action="skipped"} 1.0' in text
     assert 'hindsight_idempotent_replays_total{tool="write_memory"} 1.0' in text
     assert "tenant=" not in text
+    runtime = observed_app.state.runtime
+    await sample_memory_counts(runtime, observed_app.state.telemetry.metrics)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=observed_app), base_url=BASE_URL) as http:
+        sampled = (await http.get("/metrics")).text
+    assert 'hindsight_memories{kind="episodic"} 2.0' in sampled
+    assert 'hindsight_memories{kind="semantic"} 0.0' in sampled
 
 
 async def test_debug_views_serve_admins_only(observed_app: Starlette, mint: Mint) -> None:
