@@ -12,13 +12,14 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from gateway.progress import ProgressBar
 from ops.config import Settings
 from tenancy import mint_token
 
@@ -73,13 +74,6 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
     return body
 
 
-def progress(done: int, total: int, out: TextIO) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    out.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    out.flush()
-
-
 async def export_namespace(args: argparse.Namespace) -> int:
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115, ASYNC230 - a CLI
     count = 0
@@ -122,13 +116,14 @@ def read_records(path: str) -> list[dict[str, Any]]:
 async def import_namespace(args: argparse.Namespace) -> int:
     records = read_records(args.file)
     imported = skipped = 0
+    progress = ProgressBar()
     async with admin_client(args) as client:
         for start in range(0, len(records), IMPORT_BATCH):
             batch = records[start : start + IMPORT_BATCH]
             body = await call(client, "import_memories", {"namespace": args.namespace, "records": batch})
             imported += body["imported"]
             skipped += body["skipped"]
-            progress(start + len(batch), len(records), sys.stderr)
+            progress(start + len(batch), len(records))
     print(f"\nimported {imported}, skipped {skipped} (already present) into {args.namespace}", file=sys.stderr)
     return 0
 

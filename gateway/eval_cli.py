@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from gateway.progress import ProgressBar
 from gateway.runtime import open_runtime
 from memory.clock import ManualClock
 from memory.evaluation import locomo
@@ -24,13 +25,6 @@ from memory.evaluation.runner import default_grid, evaluate
 from ops.config import Settings
 from tenancy import Principal, scope_for
 from tenancy.principal import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE
-
-
-def progress_bar(done: int, total: int) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-    sys.stderr.flush()
 
 
 def _commit() -> str:
@@ -61,7 +55,7 @@ async def run_locomo(args: argparse.Namespace) -> int:
             service = runtime.memories
             grid = default_grid(service.weights) if args.grid else ()
             report = await evaluate(
-                service, scope_for(principal), clock, conversations, grid=grid, progress=progress_bar
+                service, scope_for(principal), clock, conversations, grid=grid, progress=ProgressBar()
             )
     sys.stderr.write("\n")
     header = (
