@@ -41,3 +41,11 @@ helm-venv:
 
 helm-lint: helm-venv
 	$(PYTHON) deploy/helm_check.py --summary
+
+# Benchmarks (bench/): `make bench` writes bench/RESULTS.md (takes several minutes); `make bench-quick` runs the
+# same code on small sizes in under a minute and writes bench/RESULTS-quick.md (not committed).
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench --quick

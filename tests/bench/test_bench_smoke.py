@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_quick_benchmark_produces_every_table(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     command = [sys.executable, "-m", "bench", "--quick", "--sizes", "300,1000", "--queries", "10"]
+    command += ["--load-seconds", "0.3", "--profile-seconds", "0.4"]
     result = subprocess.run(
         [*command, "--out", str(out), "--workdir", str(tmp_path)],
         cwd=REPO,

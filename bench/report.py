@@ -1,0 +1,442 @@
+"""RESULTS.md: the benchmark's tables, rendered from one run's `Results`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from bench.profiling import Profile
+from bench.run import Results, SizeResult
+from bench.stats import Samples, ms, ratio, size_label, times
+
+FINDINGS = Path(__file__).with_name("FINDINGS.md")
+
+# Every heading a run must produce (the smoke test checks each one).
+HEADINGS = (
+    "# hindsight benchmark results",
+    "## Machine",
+    "## Method",
+    "## Recall latency by corpus size",
+    "### Ratios (same run)",
+    "## Recall fan-out over granted namespaces",
+    "## Writes",
+    "### Single-write latency",
+    "### Ingestion throughput",
+    "## Concurrency (HTTP MCP clients)",
+    "## Memory and disk",
+    "## Targets",
+    "## Profile",
+    "### Micro-checks",
+)
+
+PATH_LABELS = {
+    "mcp": "(a) HTTP MCP: `mcp.Client` → uvicorn subprocess",
+    "service": "(b) in process: `MemoryService.recall`",
+    "store": "(c) raw store: `EdgeVectorStore.search`, vectors precomputed",
+    "engine": "engine only: `shard.query`, same request",
+    "embed": "query encoding: `embed_query` (+ keyword vector if hybrid)",
+    "mcp_floor": "floor: `whoami` over the same MCP session",
+    "http_floor": "floor: `GET /livez`, httpx2 keep-alive, no MCP",
+}
+RECALL_ROWS = ("mcp", "service", "store", "engine", "embed", "mcp_floor", "http_floor")
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
+    spec = align or "l" + "r" * (len(header) - 1)
+    rule = ["---:" if a == "r" else "---" for a in spec]
+    return [_row(header), _row(rule), *(_row(r) for r in rows), ""]
+
+
+def _mib(kib: float) -> str:
+    return "–" if math.isnan(kib) else f"{kib / 1024:.0f} MiB"
+
+
+def _bytes_mib(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value / 1024 / 1024:.1f} MiB"
+
+
+def _latency_cells(s: Samples | None) -> list[str]:
+    if s is None or not len(s):
+        return ["–"] * 5
+    return [ms(s.p50), ms(s.p95), ms(s.p99), ms(s.mean), str(len(s))]
+
+
+def machine(results: Results) -> list[str]:
+    cfg = results.config
+    rows = [[k, v] for k, v in results.machine.items()]
+    rows.append(["load average (1/5/15 min) at start", results.load_before])
+    rows.append(["load average at end", results.load_after])
+    rows.append(["mode", "quick (`make bench-quick`)" if cfg.quick else "full (`make bench`)"])
+    rows.append(["wall time of the run", f"{results.wall_s:.0f} s"])
+    return ["## Machine", "", *_table(["", ""], rows, "ll")]
+
+
+def method(results: Results) -> list[str]:
+    cfg = results.config
+    median, low, high = results.corpus_words
+    return [
+        "## Method",
+        "",
+        f"- Corpus: synthetic, fixed seed (`bench/corpus.py`): one tenant, memories spread round-robin over 100 "
+        f"namespaces (`user:000`..`user:099`), 70 % episodic / 30 % semantic, importance 0.1-0.9, created over "
+        f"180 days. Statements of {low}-{high} words (5th-95th percentile), median {median}.",
+        f"- Sizes {', '.join(size_label(s) for s in cfg.sizes)}; the corpus grows in place. It is loaded with the "
+        f"real embedder (`wordllama`, 256-d) in batches of {cfg.batch} and batched `EdgeVectorStore.upsert` (each "
+        "memory with the vectors `MemoryService.write` would store), then `store.maintain()` (flush + optimize: "
+        "builds the HNSW and payload indexes) before any query.",
+        f"- Recall mode of this build: {results.recall_mode}. {cfg.queries} distinct questions per path and size "
+        f"after {cfg.warmup} warm-up calls, default `top_k` (8; the store is asked for 16 candidates), token "
+        "granted all 100 namespaces (so every query searches the whole corpus), `time.perf_counter` around each "
+        "call, nearest-rank percentiles.",
+        "- (a) is a real `mcp.Client` over streamable HTTP on TCP (one session, calls in sequence) to "
+        "`python -m gateway.cli serve` in a subprocess (embedded default, rate limits off, log level warning); "
+        "it includes the client's own work. (b) is `MemoryService.recall` from `open_runtime` (the server's "
+        "assembly), access-count bumps in its task group as in the server, drained outside the timed window. "
+        "(c) replays the exact `EdgeVectorStore.search` call (b) makes for the same query, its query vectors "
+        "computed beforehand; 'engine only' replays the exact request that search sends to the shard. (b), (c), "
+        "engine and query encoding are timed interleaved, query by query, so noise hits them alike. (a) runs in "
+        "the same run right after, once the in-process runtime has released the store. The two floors show what "
+        "any MCP call and any HTTP request cost on this setup.",
+        "- Writes go to a namespace outside the recall grants (`bench:writes`), so recall sizes stay exact.",
+        "- The machine is shared and noisy (see the load average): read the medians and the ratios; single p99 "
+        "values move between runs.",
+        "",
+    ]
+
+
+def recall(results: Results) -> list[str]:
+    rows: list[list[str]] = []
+    for size in results.sizes:
+        for path in RECALL_ROWS:
+            rows.append([size_label(size.size), PATH_LABELS[path], *_latency_cells(size.recall.get(path))])
+    lines = ["## Recall latency by corpus size", "", "Milliseconds per recall.", ""]
+    lines += _table(["memories", "path", "p50", "p95", "p99", "mean", "n"], rows, "llrrrrr")
+    ratio_rows = []
+    for size in results.sizes:
+        r = size.recall
+        a, b, c, e = r.get("mcp"), r.get("service"), r.get("store"), r.get("embed")
+        if not (a and b and c and e):
+            continue
+        ratio_rows.append(
+            [
+                size_label(size.size),
+                times(ratio(a.p50, c.p50)),
+                times(ratio(a.p99, c.p99)),
+                times(ratio(b.p50, c.p50)),
+                times(ratio(b.p99, c.p99)),
+                times(ratio(b.p50, c.p50 + e.p50)),
+                ms(a.p50 - b.p50),
+            ]
+        )
+    lines += ["### Ratios (same run)", ""]
+    lines += _table(
+        ["memories", "a/c p50", "a/c p99", "b/c p50", "b/c p99", "b / (c + embedding) p50", "a − b p50 (ms)"],
+        ratio_rows,
+    )
+    return lines
+
+
+def fanout(results: Results) -> list[str]:
+    largest = max(results.config.sizes)
+    per_namespace = largest // 100
+    rows = []
+    levels = dict(results.fanout)
+    top = next((s for s in results.sizes if s.size == largest), None)
+    if top is not None:
+        levels[100] = top.recall
+    for granted in sorted(levels):
+        paths = levels[granted]
+        cells = [str(granted), f"{granted * per_namespace:,}"]
+        for path in ("mcp", "service", "store", "engine"):
+            s = paths.get(path)
+            cells += [ms(s.p50), ms(s.p99)] if s else ["–", "–"]
+        rows.append(cells)
+    return [
+        "## Recall fan-out over granted namespaces",
+        "",
+        f"{size_label(largest)} memories; the token grants the first N of the 100 namespaces and recall omits "
+        "`namespaces`, so it searches all granted ones (one engine query with a `MatchAny` filter). "
+        "Milliseconds, p50 / p99.",
+        "",
+        *_table(
+            [
+                "granted",
+                "memories in scope",
+                "MCP p50",
+                "MCP p99",
+                "service p50",
+                "service p99",
+                "store p50",
+                "store p99",
+                "engine p50",
+                "engine p99",
+            ],
+            rows,
+        ),
+    ]
+
+
+def writes(results: Results) -> list[str]:
+    rows = []
+    for size in results.sizes:
+        for label, samples in (
+            ("HTTP MCP `write_memory`", size.writes_mcp),
+            ("in process `MemoryService.write`", size.writes_service),
+        ):
+            outcomes = ", ".join(f"{n} {status}" for status, n in samples.outcomes.most_common()) or "–"
+            rows.append([size_label(size.size), label, *_latency_cells(samples), outcomes])
+    lines = ["## Writes", "", "### Single-write latency", ""]
+    lines += [
+        "One writer, writes in sequence, each a new statement: everything `write_memory` does (validation, repeat "
+        "check, the write pipeline when present, embedding, upsert; through MCP also idempotency bookkeeping and the "
+        "audit event). Milliseconds; 'outcomes' counts the statuses returned.",
+        "",
+    ]
+    lines += _table(["memories", "path", "p50", "p95", "p99", "mean", "n", "outcomes"], rows, "llrrrrrl")
+    rows = []
+    total = SizeResult(0)
+    for size in results.sizes:
+        ing = size.ingest
+        total.ingest.memories += ing.memories
+        total.ingest.embed_s += ing.embed_s
+        total.ingest.upsert_s += ing.upsert_s
+        total.ingest.generate_s += ing.generate_s
+        total.ingest.index_s += ing.index_s
+        rows.append(_ingest_row(f"bulk load to {size_label(size.size)}", ing.memories, ing))
+    rows.append(_ingest_row("bulk load, all stages", total.ingest.memories, total.ingest))
+    for t in results.throughput:
+        rows.append([t.label, f"{t.count:,}", f"{t.seconds:.1f}", f"{t.per_second:,.0f}", "–", "–", "–", t.note])
+    lines += ["### Ingestion throughput", ""]
+    lines += [
+        "Bulk load = the corpus build: `embed_documents` on batches + one `EdgeVectorStore.upsert` per batch "
+        "(the 'batched' figure). 'memories/s' excludes the index build, which `maintain()` does afterwards and "
+        "is shown apart (and folded in, last column). The API rows write one memory per call.",
+        "",
+    ]
+    lines += _table(
+        ["method", "memories", "seconds", "memories/s", "embed s", "upsert s", "index build s", "note"],
+        rows,
+        "lrrrrrrl",
+    )
+    return lines
+
+
+def _ingest_row(label: str, count: int, ing: object) -> list[str]:
+    from bench.run import Ingest
+
+    assert isinstance(ing, Ingest)
+    rate = count / ing.load_s if ing.load_s else math.nan
+    with_index = count / (ing.load_s + ing.index_s) if ing.load_s else math.nan
+    return [
+        label,
+        f"{count:,}",
+        f"{ing.load_s:.1f}",
+        f"{rate:,.0f}",
+        f"{ing.embed_s:.1f}",
+        f"{ing.upsert_s:.1f}",
+        f"{ing.index_s:.1f}",
+        f"{with_index:,.0f}/s including the index build",
+    ]
+
+
+def concurrency(results: Results) -> list[str]:
+    rows = []
+    for load in results.concurrency:
+        s = load.samples
+        rows.append(
+            [
+                str(load.clients),
+                f"{load.requests:,}",
+                f"{load.throughput:,.0f}",
+                ms(s.p50),
+                ms(s.p95),
+                ms(s.p99),
+                f"{load.server_cpu / load.seconds:.2f}",
+                f"{load.server_cpu / load.requests * 1000:.1f}",
+                f"{load.client_cpu / load.seconds:.2f}",
+                f"{load.client_cpu / load.requests * 1000:.1f}",
+            ]
+        )
+    largest = size_label(max(results.config.sizes))
+    return [
+        "## Concurrency (HTTP MCP clients)",
+        "",
+        f"{largest} memories, all 100 namespaces granted; N `mcp.Client` sessions (own HTTP connection each) in "
+        f"the bench process call `recall_memory` back to back for {results.config.load_seconds:.0f} s. The load "
+        "generator shares the 2 cores with the server: its CPU use is shown beside the server's (cores = CPU "
+        "seconds / wall seconds).",
+        "",
+        *_table(
+            [
+                "clients",
+                "requests",
+                "recalls/s",
+                "p50 ms",
+                "p95 ms",
+                "p99 ms",
+                "server CPU (cores)",
+                "server CPU ms/recall",
+                "client CPU (cores)",
+                "client CPU ms/recall",
+            ],
+            rows,
+        ),
+    ]
+
+
+def memory_disk(results: Results) -> list[str]:
+    base = results.baseline_rss
+    rows = [
+        [
+            "0 (empty store)",
+            _mib(base.get("VmRSS", math.nan)),
+            _mib(base.get("VmRSS", math.nan)),
+            _mib(base.get("RssAnon", math.nan)),
+            _mib(base.get("RssFile", math.nan)),
+            _bytes_mib(results.baseline_disk),
+            "–",
+            "–",
+            "–",
+            "–",
+        ]
+    ]
+    for size in results.sizes:
+        loaded = size.rss_loaded
+        growth = loaded.get("VmRSS", 0) - base.get("VmRSS", 0)
+        disk_growth = size.disk.get("total", 0) - results.baseline_disk
+        scale = 100_000 / size.size
+        rows.append(
+            [
+                size_label(size.size),
+                _mib(size.rss_ready.get("VmRSS", math.nan)),
+                _mib(loaded.get("VmRSS", math.nan)),
+                _mib(loaded.get("RssAnon", math.nan)),
+                _mib(loaded.get("RssFile", math.nan)),
+                _bytes_mib(size.disk.get("total", math.nan)),
+                _bytes_mib(size.disk.get("segments", math.nan)),
+                _bytes_mib(size.disk.get("wal", math.nan)),
+                _mib(growth * scale),
+                _bytes_mib(disk_growth * scale),
+            ]
+        )
+    return [
+        "## Memory and disk",
+        "",
+        "Server process RSS (`/proc/<pid>/status`) right after it is ready and after the recall and concurrency "
+        "phases; disk = allocated bytes of the data directory after `maintain()`. 'Per 100k' = growth over the "
+        "empty store, scaled to 100k memories.",
+        "",
+        *_table(
+            [
+                "memories",
+                "RSS ready",
+                "RSS after recalls",
+                "RssAnon",
+                "RssFile",
+                "disk",
+                "segments",
+                "WAL",
+                "RSS per 100k",
+                "disk per 100k",
+            ],
+            rows,
+        ),
+    ]
+
+
+def targets(results: Results) -> list[str]:
+    largest = max(results.sizes, key=lambda s: s.size)
+    label = size_label(largest.size)
+    a, b, c, e = (largest.recall.get(p) for p in ("mcp", "service", "store", "embed"))
+    rows = []
+
+    def add(target: str, value: float, limit: float, unit: str) -> None:
+        ok = "met" if value <= limit else "not met"
+        rows.append([target, f"{value:.2f} {unit}", ok])
+
+    if a:
+        add(f"recall p99 through HTTP MCP at {label} ≤ 15 ms", a.p99, 15, "ms")
+        add(f"recall p50 through HTTP MCP at {label} ≤ 5 ms", a.p50, 5, "ms")
+    if b and c and e:
+        add(
+            f"in-process recall p50 ≤ 2× (raw store + query embedding) at {label}",
+            ratio(b.p50, c.p50 + e.p50),
+            2,
+            "×",
+        )
+    bulk_count = sum(s.ingest.memories for s in results.sizes)
+    bulk_s = sum(s.ingest.load_s for s in results.sizes)
+    if bulk_s:
+        rate = bulk_count / bulk_s
+        rows.append(["ingestion ≥ 1,000 memories/s batched", f"{rate:,.0f} /s", "met" if rate >= 1000 else "not met"])
+    note = []
+    if results.config.quick:
+        note = ["Quick run: the sizes are small, so these rows only show that the checks work.", ""]
+    return ["## Targets", "", *note, *_table(["target", "measured", "status"], rows, "lrl")]
+
+
+def profile_section(results: Results) -> list[str]:
+    lines = [
+        "## Profile",
+        "",
+        "Before numbers (no fix applied), at the largest size, one client calling the tool in a loop. Per profile: "
+        "CPU per call of each thread group read from `/proc` (exact, includes the engine's native search threads), "
+        "then py-spy samples of the Python threads (250 Hz, idle samples left out) bucketed by the innermost frame "
+        "that matches a rule in `bench/profiling.py` (engine calls by the source line that calls the shard; "
+        "'thread hand-off' = handing a store call to a worker thread and waking the event loop afterwards), in "
+        "share and in ms per call for the main thread and the worker threads. Raw collapsed stacks are written to "
+        "`bench/profiles/` (not committed).",
+        "",
+    ]
+    for profile in results.profiles:
+        lines += _profile(profile)
+    lines += ["### Micro-checks", ""]
+    lines += _table(["measurement", "result"], [[k, v] for k, v in results.checks.items()], "lr")
+    return lines
+
+
+def _profile(p: Profile) -> list[str]:
+    per_op = f"{p.seconds / p.operations * 1000:.2f} ms per call" if p.operations else ""
+    lines = [
+        f"### {p.title}",
+        "",
+        f"{p.tool}; {p.operations} calls in {p.seconds:.1f} s ({per_op}); {p.samples} busy samples "
+        f"(+{p.idle_samples} idle, left out).",
+    ]
+    if p.note:
+        lines += ["", f"Note: {p.note}."]
+    lines.append("")
+    if p.thread_cpu:
+        lines += ["CPU per call by thread group (`/proc/<pid>/task/*/stat`, whole window, sampler excluded):", ""]
+        rows = [[name, f"{value:.2f}"] for name, value in p.thread_cpu if value >= 0.005]
+        rows.append(["total", f"{sum(v for _, v in p.thread_cpu):.2f}"])
+        lines += _table(["thread group", "CPU ms per call"], rows, "lr")
+    if p.buckets:
+        lines += ["Where the Python threads spend their busy samples:", ""]
+        rows = [[name, f"{share:.1f} %", f"{main:.2f}", f"{workers:.2f}"] for name, share, main, workers in p.buckets]
+        lines += _table(["where", "share", "main thread ms/call", "worker threads ms/call"], rows, "lrrr")
+    if p.top_self:
+        lines += ["Top frames by own time:", ""]
+        lines += _table(["frame", "share"], [[f"`{n}`", f"{v:.1f} %"] for n, v in p.top_self], "lr")
+    if p.top_project:
+        lines += ["Project functions by inclusive time:", ""]
+        lines += _table(["function", "share"], [[f"`{n}`", f"{v:.1f} %"] for n, v in p.top_project], "lr")
+    return lines
+
+
+def render(results: Results) -> str:
+    lines = ["# hindsight benchmark results", ""]
+    lines += [
+        "Generated by `make bench` (`python -m bench`); `make bench-quick` runs the same code on small sizes. "
+        "Analysis and proposed fixes: the last section.",
+        "",
+    ]
+    for part in (machine, method, recall, fanout, writes, concurrency, memory_disk, targets, profile_section):
+        lines += part(results)
+    if FINDINGS.exists():
+        lines += ["", FINDINGS.read_text().strip(), ""]
+    return "\n".join(lines).rstrip() + "\n"
