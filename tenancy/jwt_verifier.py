@@ -16,6 +16,7 @@ itself is never logged or echoed.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +43,8 @@ from tenancy.public_keys import (
     parse_public_key,
 )
 
+VERIFIED_CACHE_SECONDS = 60.0
+VERIFIED_CACHE_SIZE = 10_000
 logger = logging.getLogger(__name__)
 
 PRINCIPAL_CLAIM = "hindsight_principal"
@@ -148,6 +151,7 @@ class JwtVerifier:
 
     def __init__(self, settings: JwtSettings, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._settings = settings
+        self._verified: dict[bytes, tuple[AccessToken, float]] = {}
         self._static_keys: tuple[PublicKey, ...] = tuple(parse_public_key(pem) for pem in settings.public_keys)
         self._jwks = (
             JwksKeySource(
@@ -175,7 +179,27 @@ class JwtVerifier:
         return principal
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        """`TokenVerifier` protocol: an `AccessToken` for a valid token, None (→ HTTP 401) for any other."""
+        """`TokenVerifier` protocol: an `AccessToken` for a valid token, None (→ HTTP 401) for any other.
+
+        A verified token is remembered for up to `VERIFIED_CACHE_SECONDS` (never past its `exp`), so an agent's
+        stream of calls pays for signature checking once a minute, not on every request."""
+        digest = hashlib.sha256(token.encode()).digest() if isinstance(token, str) else b""
+        cached = self._verified.get(digest)
+        now = time.time()
+        if cached is not None:
+            access, valid_until = cached
+            if now < valid_until:
+                return access
+            del self._verified[digest]
+        verified = await self._verify_token(token)
+        if verified is not None:
+            if len(self._verified) >= VERIFIED_CACHE_SIZE:
+                self._verified.pop(next(iter(self._verified)))  # drop the oldest entry
+            expires = verified.expires_at if verified.expires_at is not None else now + VERIFIED_CACHE_SECONDS
+            self._verified[digest] = (verified, min(now + VERIFIED_CACHE_SECONDS, float(expires)))
+        return verified
+
+    async def _verify_token(self, token: str) -> AccessToken | None:
         try:
             try:
                 principal, payload = self._verify(token, may_fetch=False)

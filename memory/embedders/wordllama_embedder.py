@@ -38,7 +38,8 @@ class WordLlamaEmbedder:
 
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors = self._model.embed(list(texts), norm=True)
-        return [[float(x) for x in row] for row in vectors]
+        rows: list[list[float]] = vectors.astype("float64").tolist()
+        return rows
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if len(texts) <= _INLINE_BATCH:

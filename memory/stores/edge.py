@@ -14,7 +14,6 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -130,12 +129,15 @@ class EdgeVectorStore:
     def _create_indexes(shard: Any, existing: set[str]) -> None:
         if TENANT_FIELD not in existing:
             shard.update(qe.UpdateOperation.create_field_index(TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True)))
+        # Only the namespace filter benefits from extra HNSW links per value; building them for every other
+        # field doubled the index build at 100k memories (bench/FINDINGS.md) without speeding up search.
         for field in KEYWORD_FIELDS:
             if field not in existing:
-                shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+                params = qe.KeywordIndexParams(enable_hnsw=field == "namespace")
+                shard.update(qe.UpdateOperation.create_field_index(field, params))
         for field in FLOAT_FIELDS:
             if field not in existing:
-                shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Float))
+                shard.update(qe.UpdateOperation.create_field_index(field, qe.FloatIndexParams(enable_hnsw=False)))
 
     @staticmethod
     def _write_meta(meta_path: Path, meta: dict[str, Any]) -> None:
@@ -217,18 +219,17 @@ class EdgeVectorStore:
         if not memory_ids:
             return
         flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition(set(memory_ids))])
-        async with self._write_lock:
-            records, _ = await self._run(
-                lambda: self._shard.scroll(qe.ScrollRequest(limit=len(memory_ids), filter=flt, with_payload=True))
-            )
+        request = qe.ScrollRequest(limit=len(memory_ids), filter=flt, with_payload=["access_count"])
+
+        def bump() -> None:  # one worker-thread hop for the read and every write
+            records, _ = self._shard.scroll(request)
             for record in records:
-                payload = record.payload or {}
-                patch = {
-                    "access_count": int(payload.get("access_count") or 0) + 1,
-                    "last_accessed_at": at.timestamp(),
-                }
-                operation = qe.UpdateOperation.set_payload([record.id], patch)
-                await self._run(partial(self._shard.update, operation))
+                count = int((record.payload or {}).get("access_count") or 0) + 1
+                patch = {"access_count": count, "last_accessed_at": at.timestamp()}
+                self._shard.update(qe.UpdateOperation.set_payload([record.id], patch))
+
+        async with self._write_lock:
+            await self._run(bump)
 
     # -- reads -----------------------------------------------------------------------------------------------
     async def get(self, scope: NamespaceScope, memory_id: str) -> Memory | None:

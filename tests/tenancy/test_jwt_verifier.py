@@ -324,3 +324,22 @@ def test_access_token_with_tampered_principal_is_refused() -> None:
     access = AccessToken(token="t", client_id="c", scopes=[], claims={"hindsight_principal": {"tenant": 1}})
     with pytest.raises(AuthenticationFailed):
         principal_from_access_token(access)
+
+
+def test_a_verified_token_is_served_from_the_cache_but_never_past_its_expiry() -> None:
+    import asyncio
+    import time as _time
+
+    from tenancy import JwtSettings, JwtVerifier, mint_token
+
+    secret = "cache-secret-0123456789-0123456789-abcdef"
+    verifier = JwtVerifier(JwtSettings(secret=secret))
+    token = mint_token(secret, tenant="acme", subject="a", read=["user:1"], write=[], ttl_seconds=600)
+    first = asyncio.run(verifier.verify_token(token))
+    second = asyncio.run(verifier.verify_token(token))
+    assert first is not None and second is first  # the second call did not verify again
+    expired = mint_token(
+        secret, tenant="acme", subject="a", read=["user:1"], write=[], ttl_seconds=1, now=int(_time.time()) - 120
+    )
+    assert asyncio.run(verifier.verify_token(expired)) is None
+    assert asyncio.run(verifier.verify_token(token + "x")) is None
