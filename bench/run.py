@@ -49,6 +49,9 @@ from bench.procinfo import disk_bytes, load_average, machine_info
 from bench.server import REPO, ServerProcess
 from bench.stats import Samples
 from gateway.runtime import Runtime, open_runtime
+from memory.evaluation.report import BEGIN as EVAL_BEGIN
+from memory.evaluation.report import END as EVAL_END
+from memory.evaluation.report import write_section
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.stores.edge import scope_conditions
@@ -785,6 +788,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved.parent.mkdir(parents=True, exist_ok=True)
         saved.write_bytes(pickle.dumps(results))
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
+    previous = cfg.out.read_text() if cfg.out.exists() else ""
     cfg.out.write_text(render(results))
+    if EVAL_BEGIN in previous and EVAL_END in previous:  # keep the `hindsight eval locomo` section
+        start, end = previous.index(EVAL_BEGIN), previous.index(EVAL_END) + len(EVAL_END)
+        write_section(cfg.out, previous[start:end] + "\n")
     say(f"wrote {cfg.out} in {results.wall_s:.0f}s")
     return 0

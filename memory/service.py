@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from memory.access import AccessRecorder
 from memory.clock import Clock
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
@@ -68,27 +69,16 @@ class MemoryService:
         self.pipeline = pipeline or for_embedder(embedder.model_id)
         self.hybrid = hybrid  # recall with dense + keyword candidates (False: dense only, for comparisons)
         self.keywords = Bm25Encoder()
-        self._pending: set[anyio.Event] = set()
-        self._task_group: anyio.abc.TaskGroup | None = None
+        self.access = AccessRecorder(store, clock)
 
     # -- background work -------------------------------------------------------------------------------------
     def attach_task_group(self, task_group: anyio.abc.TaskGroup | None) -> None:
-        """Run access-count updates in this task group (the app's lifespan); without one they run inline."""
-        self._task_group = task_group
-
-    async def _bump_access(self, scope: NamespaceScope, ids: list[str], done: anyio.Event) -> None:
-        try:
-            await self.store.record_access(scope, ids, self.clock.now())
-        except Exception:  # best effort: a failed bump must never fail a recall that already answered
-            pass
-        finally:
-            done.set()
-            self._pending.discard(done)
+        """Record access counts in this task group (the app's lifespan); without one they are applied inline."""
+        self.access.attach_task_group(task_group)
 
     async def drain(self) -> None:
-        """Wait until every scheduled access-count update has been applied."""
-        for event in list(self._pending):
-            await event.wait()
+        """Wait until every noted access-count update has been applied."""
+        await self.access.drain()
 
     # -- write -----------------------------------------------------------------------------------------------
     async def write(self, scope: NamespaceScope, request: WriteRequest) -> WriteOutcome:
@@ -342,7 +332,7 @@ class MemoryService:
             hits.append(RecallHit(memory, score(memory, similarity, now, self.weights, dense_similarity=dense), via))
         hits.sort(key=lambda h: h.scores.score, reverse=True)
         chosen = self._select(hits, top_k, request.token_budget)
-        await self._schedule_access(scope, [h.memory.id for h in chosen])
+        await self.access.record(scope, [h.memory.id for h in chosen])
         shown = await self._without_foreign_origins(scope, [h.memory for h in chosen])
         return [replace(hit, memory=memory) for hit, memory in zip(chosen, shown, strict=True)]
 
@@ -397,16 +387,6 @@ class MemoryService:
             if len(chosen) == top_k:
                 break
         return chosen
-
-    async def _schedule_access(self, scope: NamespaceScope, ids: list[str]) -> None:
-        if not ids:
-            return
-        done = anyio.Event()
-        self._pending.add(done)
-        if self._task_group is None:
-            await self._bump_access(scope, ids, done)
-        else:
-            self._task_group.start_soon(self._bump_access, scope, ids, done)
 
     # -- forget / restore / get / list -----------------------------------------------------------------------
     async def get(self, scope: NamespaceScope, memory_id: str) -> Memory:

@@ -22,6 +22,10 @@ RRF_K = 2
 # two contributions and rises above one that only a single ranking found.
 PREFETCH_MIN = 50
 
+DENSE = "dense"  # the named dense vector in every store
+SPARSE = "bm25"  # the named sparse (keyword) vector
+FACET_LIMIT = 100_000  # most distinct values a facet query returns (tenants, namespaces)
+
 
 def prefetch_limit(limit: int) -> int:
     return max(limit, PREFETCH_MIN)

@@ -27,7 +27,10 @@ from memory.models import Memory, MemoryKind
 from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
+    DENSE,
+    FACET_LIMIT,
     RRF_K,
+    SPARSE,
     check_writable,
     checked_namespaces,
     cosines,
@@ -45,9 +48,6 @@ from memory.stores.payload import (
     to_payload,
 )
 
-DENSE = "dense"
-FACET_LIMIT = 100_000
-SPARSE = "bm25"
 META_FILE = "store.json"
 T = TypeVar("T")
 

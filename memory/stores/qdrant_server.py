@@ -34,7 +34,10 @@ from memory.models import Memory, MemoryKind
 from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
+    DENSE,
+    FACET_LIMIT,
     RRF_K,
+    SPARSE,
     check_writable,
     checked_namespaces,
     cosines,
@@ -52,11 +55,8 @@ from memory.stores.payload import (
     to_payload,
 )
 
-DENSE = "dense"
-SPARSE = "bm25"
 APP = "hindsight"
 DEFAULT_TIMEOUT = 5.0
-FACET_LIMIT = 100_000
 RETRY_ATTEMPTS = 3
 COPIES_LIMIT = 1000
 T = TypeVar("T")

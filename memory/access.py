@@ -1,0 +1,76 @@
+"""`AccessRecorder`: access counts and `last_accessed_at`, bumped off the request path.
+
+Recalls only note which memories they returned; a background flush, at most `flush_delay` later, applies every
+noted access in one store call per scope (repeated accesses of one memory in a window still count each time).
+Without a task group (scripts, tests) each recall's bump is applied inline.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import anyio
+import anyio.abc
+
+from memory.clock import Clock
+from memory.ports import VectorStore
+from memory.scope import NamespaceScope
+
+logger = logging.getLogger("hindsight.access")
+
+
+class AccessRecorder:
+    def __init__(self, store: VectorStore, clock: Clock, flush_delay: float = 0.25) -> None:
+        self.store = store
+        self.clock = clock
+        self.flush_delay = flush_delay
+        self._queued: dict[NamespaceScope, Counter[str]] = {}
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._flush_scheduled = False
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def attach_task_group(self, task_group: anyio.abc.TaskGroup | None) -> None:
+        """Flush in this task group (the app's lifespan); without one, bumps are applied inline."""
+        self._task_group = task_group
+
+    async def record(self, scope: NamespaceScope, memory_ids: list[str]) -> None:
+        if not memory_ids:
+            return
+        self._queued.setdefault(scope, Counter()).update(memory_ids)
+        if self._task_group is None:
+            await self.flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._idle = anyio.Event()
+            self._task_group.start_soon(self._flush_later)
+
+    async def _flush_later(self) -> None:
+        try:
+            await anyio.sleep(self.flush_delay)
+            await self.flush()
+        finally:
+            self._flush_scheduled = False
+            self._idle.set()
+
+    async def flush(self) -> None:
+        """Apply every queued access now: one store call per scope and round of distinct ids."""
+        queued, self._queued = self._queued, {}
+        now = self.clock.now()
+        for scope, counts in queued.items():
+            while counts:
+                ids = list(counts)
+                try:
+                    await self.store.record_access(scope, ids, now)
+                except Exception:  # best effort: a failed bump never fails a recall that already answered
+                    logger.warning("could not record %d accesses", len(ids), exc_info=True)
+                    break
+                counts.subtract(ids)
+                counts = +counts  # drop the ids whose accesses are all recorded
+
+    async def drain(self) -> None:
+        """Wait until every noted access has been applied."""
+        await self._idle.wait()
+        if self._queued:
+            await self.flush()
