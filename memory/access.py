@@ -28,8 +28,7 @@ class AccessRecorder:
         self._queued: dict[NamespaceScope, Counter[str]] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._flush_scheduled = False
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._lock = anyio.Lock()
 
     def attach_task_group(self, task_group: anyio.abc.TaskGroup | None) -> None:
         """Flush in this task group (the app's lifespan); without one, bumps are applied inline."""
@@ -43,19 +42,21 @@ class AccessRecorder:
             await self.flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
-            self._idle = anyio.Event()
             self._task_group.start_soon(self._flush_later)
 
     async def _flush_later(self) -> None:
         try:
             await anyio.sleep(self.flush_delay)
-            await self.flush()
         finally:
             self._flush_scheduled = False
-            self._idle.set()
+        await self.flush()
 
     async def flush(self) -> None:
         """Apply every queued access now: one store call per scope and round of distinct ids."""
+        async with self._lock:  # a flush in flight finishes before the next one (and before drain returns)
+            await self._flush_queued()
+
+    async def _flush_queued(self) -> None:
         queued, self._queued = self._queued, {}
         now = self.clock.now()
         for scope, counts in queued.items():
@@ -70,7 +71,5 @@ class AccessRecorder:
                 counts = +counts  # drop the ids whose accesses are all recorded
 
     async def drain(self) -> None:
-        """Wait until every noted access has been applied."""
-        await self._idle.wait()
-        if self._queued:
-            await self.flush()
+        """Apply every noted access now, after any flush in flight."""
+        await self.flush()
