@@ -38,7 +38,7 @@ def score(
     dense_similarity: float | None = None,
 ) -> ScoreParts:
     """Score one candidate. `similarity` (a cosine, or for hybrid recall the cosine raised to that of the
-    candidate's fused rank, see `memory.service.rank_aligned_similarities`) is clamped to [0, 1]; every part
+    candidate's fused rank, see `memory.ranking.rank_aligned_similarities`) is clamped to [0, 1]; every part
     lies in [0, 1]. `dense_similarity`, the candidate's own cosine, is reported alongside, not scored."""
     sim = min(1.0, max(0.0, similarity))
     hours = max(0.0, (now - memory.updated_at).total_seconds() / 3600.0)

@@ -10,8 +10,6 @@ multi-signal rescoring, one hit per origin, a token budget, and access counts bu
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -21,16 +19,18 @@ import anyio
 
 from memory.access import AccessRecorder
 from memory.clock import Clock
+from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
 from memory.ids import content_hash, new_memory_id, parse_memory_id
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, Source, WriteOutcome, WriteStatus
 from memory.pipeline import PIPELINE_KEY, PipelineSettings, claims, conflict, density, expiry, for_embedder
 from memory.pipeline import importance as importance_mod
-from memory.ports import Embedder, ListQuery, RecallFilter, ScoredMemory, SparseVector, VectorStore
+from memory.ports import Embedder, ListQuery, RecallFilter, SparseVector, VectorStore
+from memory.ranking import passes_filter, rank_aligned_similarities, select_hits
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
-from memory.scoring import ScoringWeights, estimate_tokens, score
+from memory.scoring import ScoringWeights, score
 from memory.validation import (
     EngineLimits,
     check_content,
@@ -331,7 +331,7 @@ class MemoryService:
             dense = candidate.similarity if via is None else None
             hits.append(RecallHit(memory, score(memory, similarity, now, self.weights, dense_similarity=dense), via))
         hits.sort(key=lambda h: h.scores.score, reverse=True)
-        chosen = self._select(hits, top_k, request.token_budget)
+        chosen = select_hits(hits, top_k, request.token_budget)
         await self.access.record(scope, [h.memory.id for h in chosen])
         shown = await self._without_foreign_origins(scope, [h.memory for h in chosen])
         return [replace(hit, memory=memory) for hit, memory in zip(chosen, shown, strict=True)]
@@ -354,7 +354,7 @@ class MemoryService:
         """The live memory at the end of `memory`'s supersession chain, if it passes the recall's filters."""
         for _ in range(MAX_SUPERSESSION_HOPS):
             if memory.superseded_by is None:
-                return memory if _passes(memory, namespaces, flt) else None
+                return memory if passes_filter(memory, namespaces, flt) else None
             successor = await self.store.get(scope, memory.superseded_by)
             if successor is None or successor.deleted_at is not None:
                 return None
@@ -365,28 +365,6 @@ class MemoryService:
         if requested is not None and len(requested) > self.limits.max_namespaces_per_call:
             raise InvalidArgument(f"at most {self.limits.max_namespaces_per_call} namespaces per call")
         return scope.read_targets(requested)
-
-    @staticmethod
-    def _select(hits: list[RecallHit], top_k: int, token_budget: int | None) -> list[RecallHit]:
-        chosen: list[RecallHit] = []
-        seen_origins: set[str] = set()
-        seen_content: set[tuple[str, str]] = set()
-        spent = 0
-        for hit in hits:
-            origin = hit.memory.origin_id or hit.memory.id
-            same_text = (hit.memory.namespace, hit.memory.content_hash)
-            if origin in seen_origins or same_text in seen_content:
-                continue
-            cost = estimate_tokens(hit.memory.content)
-            if token_budget is not None and spent + cost > token_budget:
-                continue
-            seen_origins.add(origin)
-            seen_content.add(same_text)
-            spent += cost
-            chosen.append(hit)
-            if len(chosen) == top_k:
-                break
-        return chosen
 
     # -- forget / restore / get / list -----------------------------------------------------------------------
     async def get(self, scope: NamespaceScope, memory_id: str) -> Memory:
@@ -450,44 +428,3 @@ class MemoryService:
             scope, ListQuery(namespaces, kind, bool(request.include_deleted), limit, after)
         )
         return MemoryPage(await self._without_foreign_origins(scope, memories), encode_cursor(next_id))
-
-
-def _passes(memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter) -> bool:
-    """Whether a memory reached through a supersession link meets the filters its search applied."""
-    return not (
-        (namespaces and memory.namespace not in namespaces)
-        or (memory.expires_at is not None and memory.expires_at <= flt.now)
-        or (flt.kinds and memory.kind not in flt.kinds)
-        or (flt.tags and not set(flt.tags) & set(memory.tags))
-        or (flt.session_id is not None and memory.session_id != flt.session_id)
-        or (flt.since is not None and memory.created_at < flt.since)
-        or (flt.until is not None and memory.created_at > flt.until)
-    )
-
-
-def rank_aligned_similarities(candidates: Sequence[ScoredMemory]) -> list[float]:
-    """The similarity part of each hybrid candidate: its dense cosine, raised to the cosine found at its fused
-    rank when keyword search placed it higher ("as relevant as the k-th best match by meaning"). So a memory
-    found by an exact keyword (an order number, a name) competes with the best dense matches, and every value
-    stays on the cosine scale. Candidates arrive in fused (reciprocal rank) order."""
-    by_rank = sorted((c.similarity for c in candidates), reverse=True)
-    return [max(c.similarity, by_rank[i]) for i, c in enumerate(candidates)]
-
-
-def encode_cursor(memory_id: str | None) -> str | None:
-    if memory_id is None:
-        return None
-    return base64.urlsafe_b64encode(f"v1:{memory_id}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None) -> str | None:
-    if cursor is None:
-        return None
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InvalidArgument("cursor is not one this server returned") from None
-    memory_id = parse_memory_id(raw[3:]) if raw.startswith("v1:") else None
-    if memory_id is None:
-        raise InvalidArgument("cursor is not one this server returned")
-    return memory_id
