@@ -111,7 +111,7 @@ def register_admin_tools(server: MCPServer, runner: ToolRunner) -> None:
             targets = [validate_namespace(namespace)] if namespace else sorted(await rt.store.namespace_counts(scope))
             clusters, written = 0, []
             for target in targets:
-                result = await run_consolidation(rt.memories, scope, target)
+                result = await run_consolidation(rt.memories, scope, target, summarizer=rt.summarizer)
                 clusters += result.clusters
                 written += result.written
             return {"status": "consolidated", "clusters": clusters, "written": written}

@@ -43,7 +43,7 @@ async def maintain_all(runtime: Runtime, tenants: list[str] | None = None) -> di
     for tenant in tenants if tenants is not None else await runtime.store.tenants():
         try:
             report: MaintenanceReport = await maintain_tenant(
-                runtime.memories, admin_scope(tenant), forgetting_policy(runtime)
+                runtime.memories, admin_scope(tenant), forgetting_policy(runtime), summarizer=runtime.summarizer
             )
         except MemoryEngineError as exc:
             logger.warning("maintenance of tenant %s failed: %s", tenant, exc.message)

@@ -20,6 +20,7 @@ from gateway.observability import traced
 from memory.clock import Clock, SystemClock
 from memory.embedders import RemoteEmbedder, RemoteEmbedderConfig, build_embedder
 from memory.errors import BackendUnavailable, InvalidArgument
+from memory.llm import ChatConfig, ChatSummarizer
 from memory.ports import Embedder, VectorStore, WorkingMemoryStore
 from memory.scoring import ScoringWeights
 from memory.service import MemoryService
@@ -43,6 +44,7 @@ class Runtime:
     sessions: SessionService
     idempotency: IdempotencyStore
     rate_limiter: RateLimiter | None
+    summarizer: ChatSummarizer | None = None
 
 
 def engine_limits(settings: Settings) -> EngineLimits:
@@ -80,6 +82,16 @@ def remote_embedder_config(settings: Settings) -> RemoteEmbedderConfig | None:
         query_prefix=settings.embedder_query_prefix,
         document_prefix=settings.embedder_document_prefix,
     )
+
+
+def chat_summarizer(settings: Settings) -> ChatSummarizer | None:
+    """The optional LLM for consolidation summaries (an OpenAI-compatible chat API), when configured."""
+    if not settings.llm_url:
+        return None
+    if not settings.llm_model:
+        raise InvalidArgument("HINDSIGHT_LLM_URL needs HINDSIGHT_LLM_MODEL")
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return ChatSummarizer(ChatConfig(base_url=settings.llm_url, model=settings.llm_model, api_key=key))
 
 
 async def open_embedder(settings: Settings) -> Embedder:
@@ -179,8 +191,17 @@ async def open_runtime(
         idempotency = traced(idempotency, "idempotency", tracer, **{"db.system": shared})
         limiter = traced(limiter, "rate_limiter", tracer, **{"db.system": shared}) if limiter else None
     memories = MemoryService(store, embedder, clock, engine_limits(settings), scoring_weights(settings))
+    summarizer = chat_summarizer(settings)
     runtime = Runtime(
-        settings, embedder, store, working, memories, SessionService(working, memories), idempotency, limiter
+        settings,
+        embedder,
+        store,
+        working,
+        memories,
+        SessionService(working, memories),
+        idempotency,
+        limiter,
+        summarizer,
     )
     try:
         async with anyio.create_task_group() as task_group:
@@ -198,6 +219,8 @@ async def open_runtime(
             await store.close()
             if isinstance(raw_embedder, RemoteEmbedder):
                 await raw_embedder.close()
+            if summarizer is not None:
+                await summarizer.close()
 
 
 async def _maintenance_loop(store: VectorStore, interval: float) -> None:

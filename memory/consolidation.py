@@ -10,16 +10,20 @@ clustered again; they stay recallable as episodes.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from memory.errors import BackendUnavailable
 from memory.forgetting import live_memories
+from memory.llm import ChatSummarizer
 from memory.models import Memory, MemoryKind, WriteStatus
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 
+logger = logging.getLogger("hindsight.consolidation")
 CONSOLIDATED_KEY = "_consolidated_into"
 SUBJECT = "hindsight-consolidation"
 
@@ -80,8 +84,14 @@ def summarise(members: list[Memory], vectors: np.ndarray, policy: ConsolidationP
 
 
 async def consolidate(
-    service: MemoryService, scope: NamespaceScope, namespace: str, policy: ConsolidationPolicy | None = None
+    service: MemoryService,
+    scope: NamespaceScope,
+    namespace: str,
+    policy: ConsolidationPolicy | None = None,
+    summarizer: ChatSummarizer | None = None,
 ) -> ConsolidationResult:
+    """Consolidate one namespace; with a `summarizer` (an LLM) the summary is abstractive, falling back to the
+    extractive one whenever the LLM fails."""
     policy = policy or policy_for(service.embedder.model_id)
     sources: list[Memory] = []
     async for memory in live_memories(service, scope, namespace, MemoryKind.EPISODIC):
@@ -98,6 +108,13 @@ async def consolidate(
     for group in groups:
         members = [sources[i] for i in group]
         summary = summarise(members, vectors[group], policy, service.limits.max_content_chars - 1)
+        method = "extractive"
+        if summarizer is not None:
+            try:
+                summary = (await summarizer.summarise([m.content for m in members]))[: service.limits.max_content_chars]
+                method = "llm"
+            except BackendUnavailable as exc:
+                logger.warning("LLM summary failed, keeping the extractive one: %s", exc.message)
         outcome = await service.write(
             scope,
             WriteRequest(
@@ -107,7 +124,7 @@ async def consolidate(
                 kind=MemoryKind.SEMANTIC.value,
                 importance=max(m.importance for m in members),
                 tags=sorted({t for m in members for t in m.tags})[:32],
-                metadata={"sources": [m.id for m in members]},
+                metadata={"sources": [m.id for m in members], "summary": method},
                 force=True,
                 tool="consolidate",
             ),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from memory.consolidation import ConsolidationPolicy, consolidate
 from memory.forgetting import ForgettingPolicy, evict, expire
+from memory.llm import ChatSummarizer
 from memory.models import MemoryKind
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
@@ -29,6 +30,7 @@ async def maintain_tenant(
     scope: NamespaceScope,
     forgetting: ForgettingPolicy | None = None,
     consolidation: ConsolidationPolicy | None = None,
+    summarizer: ChatSummarizer | None = None,
 ) -> MaintenanceReport:
     forgetting = forgetting or ForgettingPolicy()
     report = MaintenanceReport()
@@ -37,7 +39,7 @@ async def maintain_tenant(
         report.expired += len(await expire(service, scope, namespace))
         for kind in MemoryKind:
             report.evicted += len(await evict(service, scope, namespace, kind, forgetting))
-        result = await consolidate(service, scope, namespace, consolidation)
+        result = await consolidate(service, scope, namespace, consolidation, summarizer)
         report.clusters += result.clusters
         report.consolidated += result.written
     return report

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     embedder_batch_size: int = Field(64, ge=1, le=2048)
     embedder_timeout_seconds: float = Field(10.0, gt=0, le=300)
     embedder_query_prefix: str = Field("", description='Remote embedder: text before queries (e5: "query: ").')
+    llm_url: str | None = Field(None, description="Optional OpenAI-compatible chat API for consolidation summaries.")
+    llm_model: str | None = None
+    llm_api_key: SecretStr | None = None
     embedder_document_prefix: str = Field("", description='Remote embedder: text before documents ("passage: ").')
     redis_url: str | None = None
     qdrant_url: str | None = None
