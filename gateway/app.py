@@ -87,6 +87,7 @@ def create_app(
     holder = RuntimeHolder()
     provider = tracer_provider or build_tracer_provider(settings.otel_enabled)
     telemetry = Telemetry(tracer_from(provider), Metrics(tenant_label=settings.metrics_tenant_label))
+    backend_tracer = telemetry.tracer if provider is not None else None  # no per-call proxies when tracing is off
     verifier = TracedTokenVerifier(JwtVerifier(jwt_settings(settings)), telemetry.tracer)
     mcp = build_mcp_server(holder, telemetry)
     mcp.streamable_http_app(
@@ -111,7 +112,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with (
-            open_runtime(settings, clock, telemetry.tracer) as runtime,
+            open_runtime(settings, clock, backend_tracer) as runtime,
             mcp.session_manager.run(),
             anyio.create_task_group() as background,
         ):

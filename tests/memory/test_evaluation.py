@@ -108,10 +108,10 @@ async def test_a_tiny_conversation_is_evaluated_through_the_engine(tmp_path: Pat
 
 
 @pytest.mark.anyio
-@pytest.mark.skipif(not DEV_DATA.exists(), reason="LoCoMo dev data is not beside the repository")
 async def test_a_real_conversation_runs_with_every_metric_and_both_baselines(
     tmp_path: Path, embedder: WordLlamaEmbedder
 ) -> None:
+    assert DEV_DATA.exists(), f"the LoCoMo dev split must be beside the repository at {DEV_DATA} (shared/)"
     [first] = locomo.load(DEV_DATA)[:1]
     assert first.turns and first.questions
     clock = ManualClock()
