@@ -10,7 +10,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 import anyio.to_thread
@@ -20,8 +20,9 @@ from gateway.observability import traced
 from memory.clock import Clock, SystemClock
 from memory.embedders import RemoteEmbedder, RemoteEmbedderConfig, build_embedder
 from memory.errors import BackendUnavailable, InvalidArgument
-from memory.llm import ChatConfig, ChatSummarizer
-from memory.ports import Embedder, VectorStore, WorkingMemoryStore
+from memory.llm import ChatClient, ChatConfig, ChatImportanceRater, ChatSummarizer
+from memory.pipeline import for_embedder
+from memory.ports import Embedder, ImportanceRater, VectorStore, WorkingMemoryStore
 from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.sessions import SessionService
@@ -64,7 +65,18 @@ def scoring_weights(settings: Settings) -> ScoringWeights:
         importance=settings.weight_importance,
         access_frequency=settings.weight_access_frequency,
         recency_decay_per_hour=settings.recency_decay_per_hour,
+        dense_share=settings.weight_dense_share,
+        context=settings.weight_context,
+        session=settings.weight_session,
     )
+
+
+def tenant_scoring_weights(settings: Settings, defaults: ScoringWeights) -> dict[str, ScoringWeights]:
+    """Each configured tenant's weights: the defaults with its overrides (checked like the defaults)."""
+    return {
+        tenant: replace(defaults, **overrides.model_dump(exclude_none=True))
+        for tenant, overrides in settings.scoring_tenants.items()
+    }
 
 
 def remote_embedder_config(settings: Settings) -> RemoteEmbedderConfig | None:
@@ -84,14 +96,15 @@ def remote_embedder_config(settings: Settings) -> RemoteEmbedderConfig | None:
     )
 
 
-def chat_summarizer(settings: Settings) -> ChatSummarizer | None:
-    """The optional LLM for consolidation summaries (an OpenAI-compatible chat API), when configured."""
+def chat_client(settings: Settings) -> ChatClient | None:
+    """The optional LLM (an OpenAI-compatible chat API) for consolidation summaries and importance, when
+    configured."""
     if not settings.llm_url:
         return None
     if not settings.llm_model:
         raise InvalidArgument("HINDSIGHT_LLM_URL needs HINDSIGHT_LLM_MODEL")
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    return ChatSummarizer(ChatConfig(base_url=settings.llm_url, model=settings.llm_model, api_key=key))
+    return ChatClient(ChatConfig(base_url=settings.llm_url, model=settings.llm_model, api_key=key))
 
 
 async def open_embedder(settings: Settings) -> Embedder:
@@ -176,8 +189,8 @@ async def open_runtime(
     settings: Settings, clock: Clock | None = None, tracer: Tracer | None = None
 ) -> AsyncIterator[Runtime]:
     """Open every backend named by `settings`, run background maintenance, and close it all on exit. With a
-    tracer, every call to a backend (embedder, vector store, working memory, idempotency, rate limiter) is a
-    span."""
+    tracer, every call to a backend (embedder, vector store, working memory, idempotency, rate limiter, the LLM's
+    importance ratings) is a span."""
     clock = clock or SystemClock()
     embedder = raw_embedder = await open_embedder(settings)
     store = await open_vector_store(settings, embedder)
@@ -190,8 +203,25 @@ async def open_runtime(
         working = traced(working, "working_memory", tracer, **{"db.system": shared})
         idempotency = traced(idempotency, "idempotency", tracer, **{"db.system": shared})
         limiter = traced(limiter, "rate_limiter", tracer, **{"db.system": shared}) if limiter else None
-    memories = MemoryService(store, embedder, clock, engine_limits(settings), scoring_weights(settings))
-    summarizer = chat_summarizer(settings)
+    chat = chat_client(settings)
+    rater: ImportanceRater | None = None
+    if chat is not None and settings.llm_importance:
+        rater = ChatImportanceRater(chat)
+        if tracer is not None:
+            rater = traced(rater, "llm", tracer, **{"gen_ai.request.model": chat.config.model})
+    pipeline = for_embedder(embedder.model_id, importance_llm_timeout_seconds=settings.llm_importance_timeout_seconds)
+    weights = scoring_weights(settings)
+    memories = MemoryService(
+        store,
+        embedder,
+        clock,
+        engine_limits(settings),
+        weights,
+        pipeline=pipeline,
+        tenant_weights=tenant_scoring_weights(settings, weights),
+        importance_rater=rater,
+    )
+    summarizer = ChatSummarizer(chat) if chat is not None else None
     runtime = Runtime(
         settings,
         embedder,
@@ -219,8 +249,8 @@ async def open_runtime(
             await store.close()
             if isinstance(raw_embedder, RemoteEmbedder):
                 await raw_embedder.close()
-            if summarizer is not None:
-                await summarizer.close()
+            if chat is not None:
+                await chat.close()
 
 
 async def _maintenance_loop(store: VectorStore, interval: float) -> None:

@@ -50,6 +50,8 @@ def hit_json(hit: RecallHit, explain: bool) -> dict[str, Any]:
         }
         if parts.dense_similarity is not None:
             body["scores"]["dense_similarity"] = round(parts.dense_similarity, 6)
+        if parts.keyword is not None:
+            body["scores"]["keyword"] = round(parts.keyword, 6)
     return body
 
 

@@ -57,6 +57,9 @@ class Memory:
     # the attributes the content gives a value to, e.g. "user|lives_in", "user|pref:tea" (memory.pipeline.claims):
     # how a later write finds the memories it may supersede, however dissimilar their wording
     attributes: list[str] = field(default_factory=list)
+    # the memory written just before this one in the same session and namespace (a conversation's previous turn):
+    # recall lets a match on one turn lift the turn that answers it (memory.ranking.conversation_relevance)
+    follows: str | None = None
 
     @property
     def is_deleted(self) -> bool:
@@ -67,8 +70,9 @@ class Memory:
 class ScoreParts:
     """The parts of a recall score: `score = a·similarity + b·recency + c·importance + d·access_frequency`.
 
-    With hybrid recall `similarity` is the candidate's dense cosine, raised to the cosine at its fused
-    (dense + keyword) rank when keyword search ranked it higher; `dense_similarity` is its own cosine."""
+    `similarity` is the candidate's relevance to the query in [0, 1], relative to the best candidate of the
+    same recall (memory.ranking: dense cosine and BM25 fused, lifted by conversation context);
+    `dense_similarity` is its own cosine and `keyword` its raw BM25 score (0: no query term)."""
 
     similarity: float
     recency: float
@@ -76,6 +80,7 @@ class ScoreParts:
     access_frequency: float
     score: float
     dense_similarity: float | None = None
+    keyword: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

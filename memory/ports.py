@@ -1,6 +1,7 @@
 """The engine's seams: `VectorStore`, `Embedder` and `WorkingMemoryStore` protocols, one implementation each
-per backend. Every store call takes a `NamespaceScope`; implementations turn it into the tenant and namespace
-filter (vector store) or key prefix (working memory) themselves."""
+per backend, and the optional `ImportanceRater` (an LLM). Every store call takes a `NamespaceScope`;
+implementations turn it into the tenant and namespace filter (vector store) or key prefix (working memory)
+themselves."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ class RecallFilter:
 class ScoredMemory:
     memory: Memory
     similarity: float  # cosine similarity of the memory's dense vector to the query's
+    keyword: float = 0.0  # BM25 score of the memory for the query's terms (0: not among the keyword matches)
 
 
 # A memory with its dense vector and, optionally, its keyword vector (absent: not found by keyword search).
@@ -96,9 +98,14 @@ class VectorStore(Protocol):
     ) -> list[ScoredMemory]:
         """Live memories nearest to `vector` in the given readable namespaces (() = whole tenant, admin only).
 
-        With a non-empty `sparse` query the search is hybrid, in one store query: the nearest by the dense vector
-        and the best by BM25 (IDF over the searched namespaces), each at least 50 deep, fused by reciprocal rank;
-        the first `limit` in fused order. Every hit's `similarity` is its dense cosine either way."""
+        With a non-empty `sparse` query the search is hybrid, in one round trip: the union of the nearest by the
+        dense vector and the best by BM25 (IDF over the searched namespaces), each at least 50 deep, in no
+        particular order; the caller fuses them (memory.ranking). Every hit's `similarity` is its dense cosine
+        and its `keyword` its BM25 score (0 when the keyword search did not return it)."""
+        ...
+
+    async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
+        """The most recently created memory of that session in that readable namespace, deleted or not."""
         ...
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:
@@ -181,3 +188,12 @@ class WorkingMemoryStore(Protocol):
     async def ping(self) -> None: ...
 
     async def close(self) -> None: ...
+
+
+class ImportanceRater(Protocol):
+    """Rates how important a statement is to remember (write pipeline step 3, when the caller gives none)."""
+
+    async def rate(self, content: str) -> float:
+        """The importance of `content`, 0..1. Raises `BackendUnavailable` when it cannot rate; the write path also
+        bounds the call with a deadline and falls back to the rules either way."""
+        ...

@@ -1,16 +1,17 @@
 """`MemoryService`: the engine's episodic and semantic memory operations, each under a `NamespaceScope`.
 
 Write: validate, skip exact repeats, then the write pipeline of DESIGN §4 (`memory.pipeline`): density filter,
-expiry of time-bound facts, rule-based importance, conflict detection (update a near-duplicate in place or
-supersede contradicted memories), then embed (dense + BM25 sparse) and store, with linked copies for `share_to`
-and provenance.
-Recall: one scoped hybrid query (dense + keyword, fused by reciprocal rank) over every target namespace, then the
-multi-signal rescoring, one hit per origin, a token budget, and access counts bumped off the request path.
+expiry of time-bound facts, importance (rules, or an optional LLM within a deadline), conflict detection (update a
+near-duplicate in place or supersede contradicted memories), then embed (dense + BM25 sparse) and store, with
+linked copies for `share_to` and provenance.
+Recall: one scoped hybrid search (dense + keyword candidates) over every target namespace, fused into a relevance
+lifted by conversation context (`memory.ranking`), then the multi-signal rescoring with the tenant's weights, one
+hit per origin, a token budget, and access counts bumped off the request path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,9 +26,9 @@ from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
 from memory.ids import content_hash, new_memory_id, parse_memory_id
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, Source, WriteOutcome, WriteStatus
 from memory.pipeline import PIPELINE_KEY, PipelineSettings, claims, conflict, density, expiry, for_embedder
-from memory.pipeline import importance as importance_mod
-from memory.ports import Embedder, ListQuery, RecallFilter, SparseVector, VectorStore
-from memory.ranking import passes_filter, rank_aligned_similarities, select_hits
+from memory.pipeline.rating import rate_importance
+from memory.ports import Embedder, ImportanceRater, ListQuery, RecallFilter, SparseVector, VectorStore
+from memory.ranking import conversation_relevance, hybrid_relevance, passes_filter, select_hits
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
 from memory.scoring import ScoringWeights, score
@@ -59,17 +60,25 @@ class MemoryService:
         limits: EngineLimits | None = None,
         weights: ScoringWeights | None = None,
         pipeline: PipelineSettings | None = None,
+        tenant_weights: Mapping[str, ScoringWeights] | None = None,
         hybrid: bool = True,
+        importance_rater: ImportanceRater | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.clock = clock
         self.limits = limits or EngineLimits()
         self.weights = weights or ScoringWeights()
+        self.tenant_weights = dict(tenant_weights or {})  # per-tenant overrides of `weights`
         self.pipeline = pipeline or for_embedder(embedder.model_id)
         self.hybrid = hybrid  # recall with dense + keyword candidates (False: dense only, for comparisons)
+        self.importance_rater = importance_rater  # the optional LLM of write step 3 (rules without it)
         self.keywords = Bm25Encoder()
         self.access = AccessRecorder(store, clock)
+
+    def weights_for(self, tenant: str) -> ScoringWeights:
+        """The recall scoring weights of one tenant: its own if configured, else the defaults."""
+        return self.tenant_weights.get(tenant, self.weights)
 
     # -- background work -------------------------------------------------------------------------------------
     def attach_task_group(self, task_group: anyio.abc.TaskGroup | None) -> None:
@@ -121,11 +130,20 @@ class MemoryService:
             notes["expiry"] = {"rule": bound.rule, "phrase": bound.phrase, "day": bound.day.isoformat()}
             reasons.append(f"time_bound: {bound.phrase!r} expires at {expires.isoformat()}")
 
-        # 3. importance: explicit, else rules
+        keep_as_is = request.force or request.imported
+        verdict = density.assess(content) if settings.density_filter and not keep_as_is else None
+        low_information = verdict is not None and verdict.low_information  # skipped by step 1 below: no LLM call
+
+        # 3. importance: explicit, else the LLM (when configured, within a deadline), else rules
         if importance is None and settings.importance_rules:
-            rated = importance_mod.rate(content, time_bound="expiry" in notes and ttl is None)
+            rated = await rate_importance(
+                content,
+                time_bound="expiry" in notes and ttl is None,
+                rater=None if low_information else self.importance_rater,
+                timeout_seconds=settings.importance_llm_timeout_seconds,
+            )
             importance = rated.value
-            notes["importance"] = {"value": rated.value, "rules": list(rated.rules)}
+            notes["importance"] = rated.notes
         elif importance is None:
             importance = DEFAULT_IMPORTANCE
 
@@ -156,11 +174,8 @@ class MemoryService:
         )
 
         # 1. density filter (after the cheap checks above so the skipped memory shows what it would have been)
-        keep_as_is = request.force or request.imported
-        if settings.density_filter and not keep_as_is:
-            verdict = density.assess(content)
-            if verdict.low_information:
-                return WriteOutcome(WriteStatus.SKIPPED, memory, reason=verdict.reason, stored=False)
+        if verdict is not None and verdict.low_information:
+            return WriteOutcome(WriteStatus.SKIPPED, memory, reason=verdict.reason, stored=False)
 
         [vector] = await self.embedder.embed_documents([content])
         sparse = self.keywords.document(content)
@@ -189,8 +204,15 @@ class MemoryService:
         else:
             stored = memory
             stored.supersedes = [s.memory.id for s in decision.supersede]
+            stored.follows = await self._previous_turn(scope, namespace, session_id)
             copies = [
-                replace(stored, id=new_memory_id(int(created.timestamp() * 1000)), namespace=ns, origin_id=stored.id)
+                replace(
+                    stored,
+                    id=new_memory_id(int(created.timestamp() * 1000)),
+                    namespace=ns,
+                    origin_id=stored.id,
+                    follows=await self._previous_turn(scope, ns, session_id),
+                )
                 for ns in share_to
             ]
             await self.store.upsert(scope, [(m, vector, sparse) for m in (stored, *copies)])
@@ -216,6 +238,13 @@ class MemoryService:
             same = RecallFilter(now=now, kinds=(memory.kind,), attributes=tuple(memory.attributes))
             found += await self.store.search(scope, (memory.namespace,), vector, limit, same)
         return [(c.memory, c.similarity) for c in found]
+
+    async def _previous_turn(self, scope: NamespaceScope, namespace: str, session_id: str | None) -> str | None:
+        """The id of the memory written last in that session and namespace (what a new one follows), if any."""
+        if session_id is None:
+            return None
+        previous = await self.store.latest_in_session(scope, namespace, session_id)
+        return previous.id if previous is not None else None
 
     async def _update_in_place(
         self,
@@ -315,10 +344,16 @@ class MemoryService:
         # superseded memories are searched too: one that matches is answered by the memory that replaced it
         wide = replace(flt, include_superseded=True)
         candidates = await self.store.search(scope, namespaces, vector, top_k * CANDIDATE_FACTOR, wide, sparse)
-        similarities = rank_aligned_similarities(candidates) if sparse is not None else None
+        weights = self.weights_for(scope.tenant)
+        relevance = conversation_relevance(
+            [c.memory for c in candidates],
+            hybrid_relevance(candidates, weights.dense_share),
+            weights.context,
+            weights.session,
+        )
         hits: list[RecallHit] = []
         seen: set[str] = set()
-        for candidate, similarity in zip(candidates, similarities or [c.similarity for c in candidates], strict=True):
+        for candidate, similarity in zip(candidates, relevance, strict=True):
             memory, via = candidate.memory, None
             if memory.superseded_by is not None and not flt.include_superseded:
                 current = await self._current_version(scope, memory, namespaces, flt)
@@ -328,8 +363,16 @@ class MemoryService:
             if memory.id in seen:
                 continue
             seen.add(memory.id)
-            dense = candidate.similarity if via is None else None
-            hits.append(RecallHit(memory, score(memory, similarity, now, self.weights, dense_similarity=dense), via))
+            own = via is None
+            parts = score(
+                memory,
+                similarity,
+                now,
+                weights,
+                dense_similarity=candidate.similarity if own else None,
+                keyword=candidate.keyword if own else None,
+            )
+            hits.append(RecallHit(memory, parts, via))
         hits.sort(key=lambda h: h.scores.score, reverse=True)
         chosen = select_hits(hits, top_k, request.token_budget)
         await self.access.record(scope, [h.memory.id for h in chosen])

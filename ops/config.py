@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -21,6 +21,21 @@ class TenantLimits(BaseModel):
     tenant_read_per_minute: float = Field(6000, gt=0)
     tenant_write_per_minute: float = Field(1200, gt=0)
     burst_seconds: float = Field(10, gt=0)
+
+
+class ScoringOverrides(BaseModel):
+    """One tenant's recall weights where they differ from the defaults (any subset of the fields)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    similarity: float | None = Field(None, ge=0)
+    recency: float | None = Field(None, ge=0)
+    importance: float | None = Field(None, ge=0)
+    access_frequency: float | None = Field(None, ge=0)
+    recency_decay_per_hour: float | None = Field(None, ge=0)
+    dense_share: float | None = Field(None, ge=0, le=1)
+    context: float | None = Field(None, ge=0)
+    session: float | None = Field(None, ge=0)
 
 
 class Settings(BaseSettings):
@@ -47,10 +62,18 @@ class Settings(BaseSettings):
     embedder_batch_size: int = Field(64, ge=1, le=2048)
     embedder_timeout_seconds: float = Field(10.0, gt=0, le=300)
     embedder_query_prefix: str = Field("", description='Remote embedder: text before queries (e5: "query: ").')
-    llm_url: str | None = Field(None, description="Optional OpenAI-compatible chat API for consolidation summaries.")
+    embedder_document_prefix: str = Field("", description='Remote embedder: text before documents ("passage: ").')
+    llm_url: str | None = Field(
+        None, description="Optional OpenAI-compatible chat API for consolidation summaries (and importance)."
+    )
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
-    embedder_document_prefix: str = Field("", description='Remote embedder: text before documents ("passage: ").')
+    llm_importance: bool = Field(
+        False, description="Rate the importance of writes that give none with the LLM (needs llm_url, llm_model)."
+    )
+    llm_importance_timeout_seconds: float = Field(
+        2.0, gt=0, le=60, description="How long a write waits for the LLM's importance before using the rules."
+    )
     redis_url: str | None = None
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
@@ -109,12 +132,19 @@ class Settings(BaseSettings):
     working_memory_turns: int = Field(10, ge=1, le=1000)
     working_memory_ttl_seconds: int = Field(86_400, ge=1)
 
-    # recall scoring (DESIGN §4 defaults)
-    weight_similarity: float = Field(0.5, ge=0)
-    weight_recency: float = Field(0.2, ge=0)
-    weight_importance: float = Field(0.2, ge=0)
-    weight_access_frequency: float = Field(0.1, ge=0)
+    # recall scoring: score = similarity·relevance + recency + importance + access frequency (DESIGN §4). The
+    # defaults let relevance lead: DESIGN's 0.5/0.2/0.2/0.1 cost 5 points of LoCoMo recall@10 (bench/RESULTS.md)
+    weight_similarity: float = Field(0.85, ge=0)
+    weight_recency: float = Field(0.05, ge=0)
+    weight_importance: float = Field(0.05, ge=0)
+    weight_access_frequency: float = Field(0.05, ge=0)
     recency_decay_per_hour: float = Field(0.01, ge=0)
+    weight_dense_share: float = Field(0.5, ge=0, le=1, description="Dense cosine's share of relevance beside BM25.")
+    weight_context: float = Field(0.3, ge=0, description="How much a matching turn lifts the turn that follows it.")
+    weight_session: float = Field(0.3, ge=0, description="How much a session's best match lifts its other memories.")
+    scoring_tenants: dict[str, ScoringOverrides] = Field(
+        default_factory=dict, description='Per-tenant recall weights, JSON: {"acme": {"recency": 0.3}}'
+    )
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
@@ -130,6 +160,12 @@ class Settings(BaseSettings):
         if not value or any(alg.lower() == "none" for alg in value):
             raise ValueError("jwt_algorithms must list real algorithms; 'none' is never accepted")
         return value
+
+    @model_validator(mode="after")
+    def _llm_importance_needs_an_llm(self) -> Settings:
+        if self.llm_importance and not (self.llm_url and self.llm_model):
+            raise ValueError("HINDSIGHT_LLM_IMPORTANCE needs HINDSIGHT_LLM_URL and HINDSIGHT_LLM_MODEL")
+        return self
 
     @property
     def mcp_url(self) -> str:

@@ -1,5 +1,6 @@
 """Fixtures shared by the suite: settings on a temp data dir, a controllable clock, token minting, the real
-ASGI app with its lifespan running, and real MCP clients (over the ASGI transport or a real port)."""
+ASGI app with its lifespan running, real MCP clients (over the ASGI transport or a real port), and real servers
+standing in for Redis and the LLM."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from gateway.app import create_app
 from memory.clock import ManualClock
 from ops.config import Settings, TenantLimits
 from tenancy import mint_token
+from tests.chat_server import ChatServer
 from tests.redis_server import RedisServer
 
 SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
@@ -123,6 +125,13 @@ def error_code(result: CallToolResult) -> str:
     assert result.structured_content is not None
     code: str = result.structured_content["error"]["code"]
     return code
+
+
+@pytest.fixture
+def chat_server() -> Iterator[ChatServer]:
+    """A real OpenAI-compatible chat server on a free port, standing in for the LLM; tests set its `reply`."""
+    with ChatServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

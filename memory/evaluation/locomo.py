@@ -24,11 +24,14 @@ class Turn:
     text: str
     session: int
     occurred_at: datetime
+    caption: str | None = None  # the caption of a photo shared with the turn (LoCoMo's `blip_caption`)
 
     @property
     def document(self) -> str:
-        """The text stored and searched: "[session date] speaker: text"."""
-        return f"[{self.occurred_at:%d %B %Y}] {self.speaker}: {self.text}"
+        """The text stored and searched: "[session date] speaker: text", and "[shared a photo: caption]" when
+        the turn shared one (the caption is part of what was said; LoCoMo's image search `query` is not used)."""
+        shared = f" [shared a photo: {self.caption}]" if self.caption else ""
+        return f"[{self.occurred_at:%d %B %Y}] {self.speaker}: {self.text}{shared}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,7 @@ def parse_conversation(sample: dict[str, Any]) -> Conversation:
                     text=str(raw.get("text", "")),
                     session=number,
                     occurred_at=started + timedelta(seconds=index),  # keep turn order within a session
+                    caption=str(raw["blip_caption"]) if raw.get("blip_caption") else None,
                 )
             )
     known = {t.dia_id for t in turns}

@@ -2,7 +2,8 @@
 
 1. `density`: skip pure chit-chat and acknowledgements (exact repeats are skipped by content hash before it);
 2. `expiry`: time-bound facts get `expires_at` from the text;
-3. `importance`: rule-based importance when the caller gives none;
+3. `importance`: rule-based importance when the caller gives none, or an optional LLM within a deadline with the
+   rules as its fallback (`rating`);
 4. `conflict` (with `claims`): near-duplicates update in place, contradicting statements supersede older ones;
 5. store: dense + sparse (`memory.embedders.sparse`) vectors, upsert, provenance.
 

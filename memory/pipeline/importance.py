@@ -11,7 +11,8 @@ Start from 0.5 and apply every rule that fires, English and Chinese:
 - `time_bound`: the text names a coming day (step 2 found an expiry) -> +0.05;
 - `small_talk`: pleasantries and little else, with none of the above ("how are you?", "haha that's funny",
   "哈哈") -> 0.2.
-The result is clamped to 0..1 and the rules that fired are recorded on the memory.
+The result is clamped to 0..1 and the rules that fired are recorded on the memory. With an LLM configured for
+importance (`memory.pipeline.rating`), these rules are its fallback.
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ class PipelineSettings:
 
     density_filter: bool = True
     time_bound_expiry: bool = True
-    importance_rules: bool = True
+    importance_rules: bool = True  # step 3: the LLM when the service has an `ImportanceRater`, else the rules
+    # how long a write waits for the LLM's importance before rating by the rules instead
+    importance_llm_timeout_seconds: float = 2.0
     conflict_detection: bool = True
     # a time-bound fact stays recallable this many whole days after the day it names (0: gone at the end of it)
     time_bound_grace_days: int = 0
@@ -45,6 +47,8 @@ class PipelineSettings:
                 raise InvalidArgument(f"{name} must be from 0 to 1")
         if self.conflict_candidates < 1:
             raise InvalidArgument("conflict_candidates must be at least 1")
+        if not self.importance_llm_timeout_seconds > 0:
+            raise InvalidArgument("importance_llm_timeout_seconds must be positive")
         if self.time_bound_grace_days < 0:
             raise InvalidArgument("time_bound_grace_days must not be negative")
 

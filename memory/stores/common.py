@@ -12,14 +12,11 @@ import numpy as np
 
 from memory.errors import NamespaceForbidden
 from memory.models import Memory
-from memory.ports import SparseVector, UpsertItem
+from memory.ports import ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 
-# Reciprocal rank fusion: score = sum over the dense and keyword rankings of 1 / (RRF_K + rank). Qdrant's default
-# of 2 lets a top hit of either ranking (an exact keyword match) lead; on LoCoMo dev it edged out 10 and 60.
-RRF_K = 2
-# Each ranking fed to the fusion is at least this deep, so a memory ranked well by both (but first by neither) sums
-# two contributions and rises above one that only a single ranking found.
+# Each candidate list of a hybrid search (dense, keyword) is at least this deep, so a memory ranked well by both
+# (but first by neither) reaches the fusion with both of its scores.
 PREFETCH_MIN = 50
 
 DENSE = "dense"  # the named dense vector in every store
@@ -69,3 +66,19 @@ def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[
     norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
     dots = matrix @ q
     return [float(d / n) if n > 0 else 0.0 for d, n in zip(dots, norms, strict=True)]
+
+
+def merge_hybrid(
+    query: Sequence[float],
+    dense_hits: Sequence[tuple[Memory, float]],
+    keyword_hits: Sequence[tuple[Memory, float, Sequence[float]]],
+) -> list[ScoredMemory]:
+    """The union of a dense search (memory, cosine) and a keyword search (memory, BM25 score, dense vector):
+    one entry per memory with both scores; the cosine of a keyword-only hit is computed from its vector."""
+    keyword = {memory.id: score for memory, score, _ in keyword_hits}
+    merged = [ScoredMemory(memory, cosine, keyword.get(memory.id, 0.0)) for memory, cosine in dense_hits]
+    seen = {memory.id for memory, _ in dense_hits}
+    extra = [(memory, score, vector) for memory, score, vector in keyword_hits if memory.id not in seen]
+    cosine_of = cosines(query, [vector for _, _, vector in extra])
+    merged += [ScoredMemory(m, cos, score) for (m, score, _), cos in zip(extra, cosine_of, strict=True)]
+    return merged

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -29,11 +29,10 @@ from memory.scope import NamespaceScope
 from memory.stores.common import (
     DENSE,
     FACET_LIMIT,
-    RRF_K,
     SPARSE,
     check_writable,
     checked_namespaces,
-    cosines,
+    merge_hybrid,
     prefetch_limit,
     unpack,
     visible_namespaces,
@@ -294,23 +293,32 @@ class EdgeVectorStore:
             points = await self._run(lambda: self._shard.query(request))
             return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in points]
         keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
-        request = qe.QueryRequest(
-            limit=limit,
-            prefetches=[
-                qe.Prefetch(limit=prefetch_limit(limit), query=dense, filter=query_filter),
-                qe.Prefetch(limit=prefetch_limit(limit), query=keywords, filter=query_filter),
-            ],
-            query=cast(Any, qe.Fusion.Rrf(k=RRF_K)),  # the stub's union omits Fusion.Rrf
+        depth = prefetch_limit(limit)
+        by_meaning = qe.QueryRequest(limit=depth, query=dense, filter=query_filter, with_payload=True)
+        by_keyword = qe.QueryRequest(
+            limit=depth,
+            query=keywords,
+            filter=query_filter,
             with_vector=[DENSE],
             with_payload=True,
             # IDF over the searched namespaces, so term statistics never mix tenants
             params=qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=in_scope))),
         )
-        points = await self._run(lambda: self._shard.query(request))
-        similarities = cosines(vector, [(p.vector or {})[DENSE] for p in points])
-        return [
-            ScoredMemory(from_payload(p.id, p.payload or {}), sim) for p, sim in zip(points, similarities, strict=True)
-        ]
+        dense_points, keyword_points = await self._run(
+            lambda: (self._shard.query(by_meaning), self._shard.query(by_keyword))  # one worker-thread hop
+        )
+        return merge_hybrid(
+            vector,
+            [(from_payload(p.id, p.payload or {}), float(p.score)) for p in dense_points],
+            [(from_payload(p.id, p.payload or {}), float(p.score), (p.vector or {})[DENSE]) for p in keyword_points],
+        )
+
+    async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
+        flt = qe.Filter(must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)])
+        newest_first = qe.OrderBy("created_at", direction=qe.Direction.Desc)
+        request = qe.ScrollRequest(limit=1, filter=flt, with_payload=True, order_by=newest_first)
+        records, _ = await self._run(lambda: self._shard.scroll(request))
+        return from_payload(records[0].id, records[0].payload or {}) if records else None
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:
         must: list[Any] = scope_conditions(scope, query.namespaces)

@@ -63,6 +63,7 @@ def to_payload(memory: Memory) -> dict[str, Any]:
         "content_hash": memory.content_hash,
         "status": status_of(memory),
         "attributes": list(memory.attributes),
+        "follows": memory.follows,
     }
 
 
@@ -103,4 +104,5 @@ def from_payload(memory_id: object, payload: dict[str, Any]) -> Memory:
         embedding_model=str(payload.get("embedding_model", "")),
         content_hash=str(payload.get("content_hash", "")),
         attributes=list(payload.get("attributes") or []),
+        follows=payload.get("follows"),
     )

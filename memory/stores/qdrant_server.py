@@ -36,11 +36,10 @@ from memory.scope import NamespaceScope
 from memory.stores.common import (
     DENSE,
     FACET_LIMIT,
-    RRF_K,
     SPARSE,
     check_writable,
     checked_namespaces,
-    cosines,
+    merge_hybrid,
     prefetch_limit,
     unpack,
     visible_namespaces,
@@ -410,28 +409,39 @@ class QdrantServerStore:
             )
             return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in response.points]
         keywords = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        prefetch = [
-            qm.Prefetch(query=query, using=DENSE, filter=query_filter, limit=prefetch_limit(limit)),
-            qm.Prefetch(query=keywords, using=SPARSE, filter=query_filter, limit=prefetch_limit(limit)),
-        ]
+        depth = prefetch_limit(limit)
         # IDF over the searched namespaces, so term statistics never mix tenants
         params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=qm.Filter(must=in_scope)))
-        response = await self._call(
-            lambda: self._client.query_points(
-                self._collection,
-                prefetch=prefetch,
-                query=qm.RrfQuery(rrf=qm.Rrf(k=RRF_K)),
-                limit=limit,
+        requests = [
+            qm.QueryRequest(query=query, using=DENSE, filter=query_filter, limit=depth, with_payload=True),
+            qm.QueryRequest(
+                query=keywords,
+                using=SPARSE,
+                filter=query_filter,
+                limit=depth,
                 with_payload=True,
-                with_vectors=[DENSE],
-                search_params=params,
+                with_vector=[DENSE],
+                params=params,
+            ),
+        ]
+        by_meaning, by_keyword = await self._call(
+            lambda: self._client.query_batch_points(self._collection, requests=requests)  # one round trip
+        )
+        return merge_hybrid(
+            vector,
+            [(from_payload(p.id, p.payload or {}), float(p.score)) for p in by_meaning.points],
+            [(from_payload(p.id, p.payload or {}), float(p.score), _dense_of(p.vector)) for p in by_keyword.points],
+        )
+
+    async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
+        flt = qm.Filter(must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)])
+        newest_first = qm.OrderBy(key="created_at", direction=qm.Direction.DESC)
+        records, _ = await self._call(
+            lambda: self._client.scroll(
+                self._collection, scroll_filter=flt, limit=1, order_by=newest_first, with_payload=True
             )
         )
-        points = response.points
-        similarities = cosines(vector, [_dense_of(p.vector) for p in points])
-        return [
-            ScoredMemory(from_payload(p.id, p.payload or {}), sim) for p, sim in zip(points, similarities, strict=True)
-        ]
+        return from_payload(records[0].id, records[0].payload or {}) if records else None
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[builtins.list[Memory], str | None]:
         must = scope_conditions(scope, query.namespaces)

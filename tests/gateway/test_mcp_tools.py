@@ -8,6 +8,7 @@ import pytest
 from starlette.applications import Starlette
 
 from memory.clock import ManualClock
+from memory.scoring import ScoringWeights
 from tests.conftest import Mint, data, error_code, mcp_session
 
 pytestmark = pytest.mark.anyio
@@ -60,8 +61,10 @@ async def test_written_memory_is_recalled_with_its_score_parts(app: Starlette, m
     assert hit["content"] == "The user prefers dark roast coffee"
     assert hit["tags"] == ["prefs"]
     parts = hit["scores"]
-    expected = 0.5 * parts["similarity"] + 0.2 * parts["recency"] + 0.2 * parts["importance"]
-    expected += 0.1 * parts["access_frequency"]
+    w = ScoringWeights()  # the settings' defaults (tests/ops checks they agree)
+    expected = w.similarity * parts["similarity"] + w.recency * parts["recency"] + w.importance * parts["importance"]
+    expected += w.access_frequency * parts["access_frequency"]
+    assert parts["keyword"] > 0  # "coffee" matched
     assert hit["score"] == pytest.approx(expected, abs=1e-5)
     assert parts["importance"] == pytest.approx(0.9)
 

@@ -1,13 +1,18 @@
 """The write pipeline through MCP: chit-chat is skipped with a reason (and stored when forced), a contradicting
-fact supersedes the old one, and a time-bound fact expires on the controlled clock."""
+fact supersedes the old one, a time-bound fact expires on the controlled clock, and with an LLM configured for
+importance the LLM's rating is stored."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
 
+from gateway.app import create_app
 from memory.clock import ManualClock
-from tests.conftest import Mint, data, mcp_session
+from tests.chat_server import ChatServer
+from tests.conftest import Mint, data, make_settings, mcp_session, running
 
 pytestmark = pytest.mark.anyio
 
@@ -57,3 +62,23 @@ async def test_a_time_bound_fact_expires_after_its_day(app: Starlette, mint: Min
     assert [m["id"] for m in before["memories"]] == [written["id"]]
     assert before["memories"][0]["expires_at"] is not None
     assert after["memories"] == []
+
+
+async def test_with_llm_importance_configured_a_write_stores_the_llms_rating(
+    tmp_path: Path, mint: Mint, clock: ManualClock, chat_server: ChatServer
+) -> None:
+    chat_server.reply = lambda request: "9"
+    settings = make_settings(
+        tmp_path / "data", llm_url=chat_server.url, llm_model="rater", llm_api_key="k-1", llm_importance=True
+    )
+    content = "The user is training for the Berlin marathon in September"
+    async with running(create_app(settings, clock=clock)) as app, mcp_session(app, mint()) as client:
+        written = data(await client.call_tool("write_memory", {"content": content}))
+        listed = data(await client.call_tool("list_memories", {}))
+    [memory] = listed["memories"]
+    assert memory["id"] == written["id"]
+    assert memory["importance"] == 0.9
+    assert memory["metadata"]["_pipeline"]["importance"] == {"value": 0.9, "source": "llm"}
+    [request] = chat_server.requests
+    assert request.authorization == "Bearer k-1" and request.body["model"] == "rater"
+    assert request.prompt == content

@@ -85,7 +85,7 @@ async def test_hybrid_recall_finds_a_chinese_keyword(
     assert (await recalled(by_mode["hybrid"], me, "Has ZX-4417 shipped?", top_k=1)) == ["Order ZX-4417 shipped today"]
 
 
-async def test_hybrid_score_parts_keep_the_dense_cosine_and_never_go_below_it(
+async def test_hybrid_score_parts_report_the_cosine_and_bm25_score_beside_a_relevance_topped_at_one(
     store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
 ) -> None:
     service = MemoryService(store, embedder, clock)
@@ -94,12 +94,14 @@ async def test_hybrid_score_parts_keep_the_dense_cosine_and_never_go_below_it(
     hits = await service.recall(me, RecallRequest(query="Where is order ZX-4471?", top_k=9, explain=True))
 
     crate = next(h for h in hits if h.memory.content == CRATE)
-    assert crate.scores.dense_similarity is not None
-    assert crate.scores.similarity > crate.scores.dense_similarity  # raised by the keyword match
+    assert hits[0] is crate
+    assert crate.scores.similarity == pytest.approx(1.0)  # the best candidate's relevance
+    assert crate.scores.keyword is not None and crate.scores.keyword > 0  # the order number matched
     for hit in hits:
-        assert hit.scores.dense_similarity is not None
-        assert hit.scores.similarity >= hit.scores.dense_similarity
+        assert hit.scores.dense_similarity is not None and hit.scores.keyword is not None
         assert 0.0 <= hit.scores.similarity <= 1.0
+        if hit is not crate:
+            assert hit.scores.keyword < crate.scores.keyword
 
 
 async def test_a_memory_without_any_shared_keyword_is_still_found_by_meaning(

@@ -1,25 +1,20 @@
-"""Consolidation with an LLM: summaries come from an OpenAI-compatible chat API (a small chat server on a free
-port, standing in for the external LLM), and consolidation falls back to the extractive summary when the LLM is
-down."""
+"""Consolidation with an LLM: summaries come from an OpenAI-compatible chat API (a real chat server on a free
+port, `tests/chat_server.py`, standing in for the external LLM), and consolidation falls back to the extractive
+summary when the LLM is down."""
 
 from __future__ import annotations
-
-import json
-import socket
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
 from memory.consolidation import consolidate
-from memory.llm import ChatConfig, ChatSummarizer
+from memory.llm import ChatClient, ChatConfig, ChatSummarizer
 from memory.models import MemoryKind
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
+from tests.chat_server import ChatRequest, ChatServer
 from tests.memory.conftest import scope
+from tests.redis_server import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -31,38 +26,12 @@ COFFEE = (
 
 
 @pytest.fixture
-def chat_server() -> Iterator[dict[str, Any]]:
-    seen: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-            statements = body["messages"][-1]["content"].count("\n- ") + 1
-            answer = {"choices": [{"message": {"role": "assistant", "content": f"Merged {statements} statements."}}]}
-            data = json.dumps(answer).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield {"url": f"http://127.0.0.1:{server.server_address[1]}", "seen": seen}
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@pytest.fixture
 def admin(acme: str) -> NamespaceScope:
     return scope(acme, admin=True)
+
+
+def merged(request: ChatRequest) -> str:
+    return f"Merged {len(request.prompt.splitlines())} statements."
 
 
 async def write_coffee(service: MemoryService, who: NamespaceScope) -> None:
@@ -71,37 +40,30 @@ async def write_coffee(service: MemoryService, who: NamespaceScope) -> None:
 
 
 async def test_consolidation_uses_the_llm_summary_when_configured(
-    service: MemoryService, admin: NamespaceScope, chat_server: dict[str, Any]
+    service: MemoryService, admin: NamespaceScope, chat_server: ChatServer
 ) -> None:
+    chat_server.reply = merged
     await write_coffee(service, admin)
-    llm = ChatSummarizer(ChatConfig(base_url=chat_server["url"], model="small", api_key="k-1"))
-    try:
-        result = await consolidate(service, admin, "user:1", summarizer=llm)
-    finally:
-        await llm.close()
+    async with ChatClient(ChatConfig(base_url=chat_server.url, model="small", api_key="k-1")) as chat:
+        result = await consolidate(service, admin, "user:1", summarizer=ChatSummarizer(chat))
     [semantic_id] = result.written
     semantic = await service.get(admin, semantic_id)
     assert semantic.kind is MemoryKind.SEMANTIC
     assert semantic.content == "Merged 3 statements."
     assert semantic.metadata["summary"] == "llm"
-    [request] = chat_server["seen"]
-    assert request["path"] == "/v1/chat/completions" and request["auth"] == "Bearer k-1"
-    assert request["body"]["model"] == "small"
-    assert all(text in request["body"]["messages"][-1]["content"] for text in COFFEE)
+    [request] = chat_server.requests
+    assert request.path == "/v1/chat/completions" and request.authorization == "Bearer k-1"
+    assert request.body["model"] == "small"
+    assert all(text in request.prompt for text in COFFEE)
 
 
 async def test_consolidation_falls_back_to_extractive_when_the_llm_is_down(
     service: MemoryService, admin: NamespaceScope
 ) -> None:
     await write_coffee(service, admin)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    llm = ChatSummarizer(ChatConfig(base_url=f"http://127.0.0.1:{port}", model="small", attempts=2, timeout_seconds=1))
-    try:
-        result = await consolidate(service, admin, "user:1", summarizer=llm)
-    finally:
-        await llm.close()
+    config = ChatConfig(base_url=f"http://127.0.0.1:{free_port()}", model="small", attempts=2, timeout_seconds=1)
+    async with ChatClient(config) as chat:
+        result = await consolidate(service, admin, "user:1", summarizer=ChatSummarizer(chat))
     [semantic_id] = result.written
     semantic = await service.get(admin, semantic_id)
     assert semantic.metadata["summary"] == "extractive"

@@ -14,9 +14,19 @@ from tests.memory.conftest import START, make_memory
 DEFAULT = ScoringWeights()
 
 
-def test_the_default_weights_are_those_of_the_design() -> None:
-    assert (DEFAULT.similarity, DEFAULT.recency, DEFAULT.importance, DEFAULT.access_frequency) == (0.5, 0.2, 0.2, 0.1)
+def test_the_default_weights_let_relevance_lead_and_keep_every_signal_of_the_design() -> None:
+    others = (DEFAULT.recency, DEFAULT.importance, DEFAULT.access_frequency)
+    assert DEFAULT.similarity > sum(others) and all(w > 0 for w in others)
     assert DEFAULT.recency_decay_per_hour == 0.01
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"dense_share": 1.5}, {"dense_share": -0.1}, {"context": -1.0}, {"session": math.nan}],
+)
+def test_relevance_weights_out_of_range_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(InvalidArgument):
+        ScoringWeights(**bad)
 
 
 @pytest.mark.parametrize(

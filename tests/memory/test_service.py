@@ -89,8 +89,15 @@ async def test_write_then_recall_returns_the_memory_with_score_parts_that_sum_to
     assert parts.recency == pytest.approx(1.0)  # written just now on the manual clock
     assert parts.importance == pytest.approx(0.9)
     assert parts.access_frequency == 0.0
-    weighted = 0.5 * parts.similarity + 0.2 * parts.recency + 0.2 * parts.importance + 0.1 * parts.access_frequency
+    w = service.weights
+    weighted = (
+        w.similarity * parts.similarity
+        + w.recency * parts.recency
+        + w.importance * parts.importance
+        + w.access_frequency * parts.access_frequency
+    )
     assert parts.score == pytest.approx(weighted)
+    assert parts.similarity == pytest.approx(1.0)  # the only candidate is the best one
 
 
 async def test_the_relevant_memory_ranks_first_among_distractors(service: MemoryService, me: NamespaceScope) -> None:

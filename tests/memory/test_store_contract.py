@@ -181,6 +181,7 @@ async def test_upsert_then_get_round_trips_every_field_of_a_memory(
         tags=["prefs", "style"],
         metadata={"n": 1, "f": 1.5, "nested": {"list": [1, "x", None, True]}, "unicode": "好的"},
         attributes=["user|pref:answer"],
+        follows="018bcfe5-6000-7000-8000-000000000001",
     )
     # every field is set to a non-default value, so the comparison below checks them all
     assert all(getattr(memory, f.name) not in (None, [], {}, 0, "") for f in fields(Memory))
@@ -425,10 +426,45 @@ async def test_hybrid_search_brings_in_a_keyword_match_far_by_meaning_with_its_t
     hybrid = await store.search(writer, ("user:1",), vec(1), 3, RecallFilter(now=NOW), sparse=terms(42))
 
     assert keyword.id not in [h.memory.id for h in dense]
-    assert [h.memory.id for h in hybrid][:2] in ([near.id, keyword.id], [keyword.id, near.id])
-    by_id = {h.memory.id: h.similarity for h in hybrid}
-    assert by_id[near.id] == pytest.approx(1.0, abs=1e-4)
-    assert by_id[keyword.id] == pytest.approx(cosine(vec(1), vec(5)), abs=1e-4)
+    by_id = {h.memory.id: h for h in hybrid}
+    assert near.id in by_id and keyword.id in by_id
+    assert by_id[near.id].similarity == pytest.approx(1.0, abs=1e-4)
+    assert by_id[keyword.id].similarity == pytest.approx(cosine(vec(1), vec(5)), abs=1e-4)
+    assert by_id[keyword.id].keyword > 0  # its BM25 score for the rare term
+    assert by_id[near.id].keyword == 0  # found by meaning only
+    assert len(by_id) == len(hybrid)  # one entry per memory
+
+
+async def test_hybrid_search_scores_a_memory_found_both_ways_with_both_scores(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    both = make_memory("close and matching", tenant=acme)
+    other = make_memory("close only", tenant=acme)
+    await store.upsert(writer, [(both, vec(1), terms(7, 8)), (other, vec(2), terms(9))])
+
+    hits = await store.search(writer, ("user:1",), vec(1), 5, RecallFilter(now=NOW), sparse=terms(7))
+
+    by_id = {h.memory.id: h for h in hits}
+    assert by_id[both.id].similarity == pytest.approx(1.0, abs=1e-4) and by_id[both.id].keyword > 0
+    assert by_id[other.id].keyword == 0
+    assert len(hits) == 2
+
+
+async def test_latest_in_session_is_the_newest_memory_of_that_session_and_namespace_only(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    first = make_memory("first turn", tenant=acme, at=START, session_id="s-1")
+    second = make_memory("second turn", tenant=acme, at=START + timedelta(seconds=1), session_id="s-1")
+    other_session = make_memory("elsewhere", tenant=acme, at=START + timedelta(seconds=2), session_id="s-2")
+    other_namespace = make_memory(
+        "shared", tenant=acme, namespace="team:1", at=START + timedelta(seconds=3), session_id="s-1"
+    )
+    await store.upsert(writer, [(m, vec(i + 1)) for i, m in enumerate((second, first, other_session, other_namespace))])
+
+    latest = await store.latest_in_session(writer, "user:1", "s-1")
+
+    assert latest is not None and latest.id == second.id
+    assert await store.latest_in_session(writer, "user:1", "s-9") is None
 
 
 async def test_hybrid_search_keeps_every_filter_on_keyword_candidates(

@@ -23,6 +23,7 @@ def test_defaults_match_the_design(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.embedded
     assert settings.jwt_audience == "hindsight"
     assert settings.mcp_url == "http://127.0.0.1:8080/mcp"
+    assert settings.llm_url is None and not settings.llm_importance
 
 
 def test_environment_is_read_when_settings_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,3 +47,45 @@ def test_the_none_algorithm_cannot_be_configured() -> None:
 def test_a_bad_port_is_refused() -> None:
     with pytest.raises(ValidationError):
         Settings(_env_file=None, port=70000)  # type: ignore[call-arg]
+
+
+def test_llm_importance_without_an_llm_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HINDSIGHT_LLM_IMPORTANCE", "true")
+    refusal = "HINDSIGHT_LLM_IMPORTANCE needs HINDSIGHT_LLM_URL and HINDSIGHT_LLM_MODEL"
+    with pytest.raises(ValidationError, match=refusal):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+    monkeypatch.setenv("HINDSIGHT_LLM_URL", "http://llm.internal:8000/v1")
+    with pytest.raises(ValidationError, match=refusal):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+    monkeypatch.setenv("HINDSIGHT_LLM_MODEL", "qwen2.5-3b-instruct")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.llm_importance and settings.llm_importance_timeout_seconds == 2.0
+
+
+def test_per_tenant_recall_weights_come_from_json_and_override_only_what_they_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gateway.runtime import scoring_weights, tenant_scoring_weights
+
+    monkeypatch.setenv("HINDSIGHT_SCORING_TENANTS", '{"acme": {"recency": 0.4, "session": 0}}')
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    defaults = scoring_weights(settings)
+
+    acme = tenant_scoring_weights(settings, defaults)["acme"]
+
+    assert (acme.recency, acme.session) == (0.4, 0.0)
+    assert (acme.similarity, acme.context, acme.dense_share) == (defaults.similarity, defaults.context, 0.5)
+
+
+def test_the_settings_recall_weights_default_to_the_engines() -> None:
+    from gateway.runtime import scoring_weights
+    from memory.scoring import ScoringWeights
+
+    assert scoring_weights(Settings(_env_file=None)) == ScoringWeights()  # type: ignore[call-arg]
+
+
+def test_unknown_or_negative_per_tenant_weights_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    for bad in ('{"acme": {"recenccy": 0.4}}', '{"acme": {"recency": -1}}', '{"acme": {"dense_share": 2}}'):
+        monkeypatch.setenv("HINDSIGHT_SCORING_TENANTS", bad)
+        with pytest.raises(ValidationError):
+            Settings(_env_file=None)  # type: ignore[call-arg]

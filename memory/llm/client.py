@@ -1,25 +1,21 @@
-"""`ChatSummarizer`: optional summaries from an LLM behind an OpenAI-compatible `/v1/chat/completions` API.
+"""`ChatClient`: one OpenAI-compatible `/v1/chat/completions` API (base URL, model, optional key), shared by every
+use of the optional LLM (`summaries`, `importance`).
 
-Used by consolidation when configured (`HINDSIGHT_LLM_URL`, `_MODEL`, `_API_KEY`). Requests time out and are
-retried with backoff on connection errors, 429 and 5xx; any failure raises `BackendUnavailable`, and callers
-fall back to the extractive summary, so consolidation never depends on the LLM being up.
+It owns the HTTP connection pool, the request timeout and the retries: connection errors, timeouts, 408, 429 and
+5xx are retried with jittered exponential backoff; any failure, including an empty or malformed answer, raises
+`BackendUnavailable`, so callers have one error to fall back on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from types import TracebackType
 
 import httpx2
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from memory.errors import BackendUnavailable, InvalidArgument
 
-SYSTEM_PROMPT = (
-    "You consolidate an assistant's memories. Given related statements about a user or their work, write one "
-    "short, self-contained fact or preference that captures what they have in common. Keep names, numbers and "
-    "dates. Answer with the statement only."
-)
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 
@@ -29,15 +25,15 @@ class ChatConfig:
     model: str
     api_key: str | None = None
     timeout_seconds: float = 30.0
-    attempts: int = 3
-    max_tokens: int = 200
+    attempts: int = 3  # per call, unless the call says otherwise
+    max_tokens: int = 200  # per answer, unless the call says otherwise
 
 
 class _Retryable(Exception):
     pass
 
 
-class ChatSummarizer:
+class ChatClient:
     def __init__(self, config: ChatConfig, client: httpx2.AsyncClient | None = None) -> None:
         if not config.base_url.startswith(("http://", "https://")):
             raise InvalidArgument("the LLM URL must be http(s)://...")
@@ -47,22 +43,21 @@ class ChatSummarizer:
         base = config.base_url.rstrip("/")
         self._url = base + ("" if base.endswith("/v1") else "/v1") + "/chat/completions"
 
-    async def summarise(self, statements: Sequence[str]) -> str:
-        """One consolidated statement for `statements`."""
+    async def complete(
+        self, system: str, user: str, *, max_tokens: int | None = None, attempts: int | None = None
+    ) -> str:
+        """The model's answer (stripped, never empty) to one system + user message, at temperature 0."""
         body = {
             "model": self.config.model,
-            "max_tokens": self.config.max_tokens,
+            "max_tokens": max_tokens or self.config.max_tokens,
             "temperature": 0,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": "\n".join(f"- {s}" for s in statements)},
-            ],
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
         }
         try:
             async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self.config.attempts),
+                stop=stop_after_attempt(attempts or self.config.attempts),
                 wait=wait_exponential_jitter(initial=0.1, max=2.0),
-                retry=retry_if_exception(lambda exc: isinstance(exc, _Retryable)),
+                retry=retry_if_exception_type(_Retryable),
                 reraise=True,
             ):
                 with attempt:
@@ -81,12 +76,21 @@ class ChatSummarizer:
         if response.status_code != 200:
             raise BackendUnavailable(f"LLM API answered HTTP {response.status_code}")
         try:
-            text = str(response.json()["choices"][0]["message"]["content"]).strip()
+            content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise BackendUnavailable("LLM API answered an unexpected body") from exc
+        text = content.strip() if isinstance(content, str) else ""
         if not text:
-            raise BackendUnavailable("LLM API answered an empty summary")
+            raise BackendUnavailable("LLM API answered an empty message")
         return text
 
     async def close(self) -> None:
         await self._client.aclose()
+
+    async def __aenter__(self) -> ChatClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

@@ -1,0 +1,163 @@
+"""Recall ranking: the hybrid relevance (cosine and BM25 mixed after scaling), the lift by conversation context
+(the turn after a match, the turn before it, the match's session), and per-tenant weights."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from memory.clock import ManualClock
+from memory.embedders import WordLlamaEmbedder
+from memory.models import Memory, RecallHit
+from memory.ports import ScoredMemory
+from memory.ranking import MIN_COSINE_SPREAD, conversation_relevance, hybrid_relevance
+from memory.requests import RecallRequest, WriteRequest
+from memory.scope import NamespaceScope
+from memory.scoring import ScoringWeights
+from memory.service import MemoryService
+from memory.stores.edge import EdgeVectorStore
+from tests.memory.conftest import START, make_memory, scope
+
+pytestmark = pytest.mark.anyio
+
+
+def memory(content: str, *, session: str | None = None, follows: Memory | None = None, at: int = 0) -> Memory:
+    return make_memory(
+        content,
+        tenant="t",
+        at=START + timedelta(seconds=at),
+        session_id=session,
+        follows=follows.id if follows else None,
+    )
+
+
+def test_hybrid_relevance_scales_the_cosines_over_the_candidates_and_bm25_by_the_best_score() -> None:
+    a, b, c = memory("a"), memory("b"), memory("c")
+    candidates = [ScoredMemory(a, 0.9, 0.0), ScoredMemory(b, 0.5, 4.0), ScoredMemory(c, 0.7, 2.0)]
+
+    assert hybrid_relevance(candidates, 0.5) == pytest.approx([0.5, 0.5, 0.5 * 0.5 + 0.5 * 0.5])
+    assert hybrid_relevance(candidates, 1.0) == pytest.approx([1.0, 0.0, 0.5])
+    assert hybrid_relevance(candidates, 0.0) == pytest.approx([0.0, 1.0, 0.5])
+
+
+def test_near_equal_cosines_are_not_stretched_over_the_whole_range() -> None:
+    a, b = memory("a"), memory("b")
+
+    relevance = hybrid_relevance([ScoredMemory(a, 0.80, 0.0), ScoredMemory(b, 0.79, 0.0)], 1.0)
+
+    assert relevance == pytest.approx([0.01 / MIN_COSINE_SPREAD, 0.0])
+
+
+def test_without_keyword_matches_the_order_is_the_cosines_order() -> None:
+    items = [ScoredMemory(memory(str(i)), cos, 0.0) for i, cos in enumerate((0.3, 0.9, 0.6))]
+
+    relevance = hybrid_relevance(items, 0.5)
+
+    assert sorted(range(3), key=lambda i: -relevance[i]) == [1, 2, 0]
+
+
+def test_a_turn_after_a_match_is_lifted_by_the_context_weight_and_the_turn_before_by_a_third_of_it() -> None:
+    question = memory("q", session="s", at=0)
+    answer = memory("a", session="s", follows=question, at=1)
+    stranger = memory("x", at=2)
+
+    lifted = conversation_relevance([question, answer, stranger], [1.0, 0.2, 0.5], context=0.3, session=0.0)
+
+    raw = [1.0 + 0.1 * 0.2, 0.2 + 0.3 * 1.0, 0.5]
+    assert lifted == pytest.approx([r / max(raw) for r in raw])
+
+
+def test_a_sessions_best_match_lifts_its_other_memories_and_a_memory_without_session_lifts_only_itself() -> None:
+    best = memory("best", session="s", at=0)
+    same_session = memory("other", session="s", at=5)
+    loner = memory("loner", at=6)
+
+    lifted = conversation_relevance([best, same_session, loner], [1.0, 0.2, 0.2], context=0.0, session=0.5)
+
+    raw = [1.0 + 0.5, 0.2 + 0.5, 0.2 + 0.1]
+    assert lifted == pytest.approx([r / max(raw) for r in raw])
+    assert max(lifted) == pytest.approx(1.0)
+
+
+def test_a_link_to_a_memory_outside_the_candidates_lifts_nothing() -> None:
+    gone = memory("not a candidate", session="s")
+    answer = memory("a", session="s", follows=gone, at=1)
+
+    assert conversation_relevance([answer], [0.4], context=0.3, session=0.0) == pytest.approx([1.0])
+
+
+@pytest.fixture
+def me(acme: str) -> NamespaceScope:
+    return scope(acme, write=["user:1"])
+
+
+async def test_a_write_in_a_session_follows_the_previous_memory_of_that_session(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    service = MemoryService(store, embedder, clock)
+    first = await service.write(
+        me, WriteRequest(subject="agent-1", content="Did you finish the quarterly report?", session_id="chat")
+    )
+    clock.advance(1)
+    elsewhere = await service.write(
+        me, WriteRequest(subject="agent-1", content="Dentist appointment is on Friday", session_id="other")
+    )
+    clock.advance(1)
+    second = await service.write(
+        me, WriteRequest(subject="agent-1", content="Yes, I sent it to Maria yesterday", session_id="chat")
+    )
+    alone = await service.write(me, WriteRequest(subject="agent-1", content="The office wifi password changed"))
+
+    assert first.memory.follows is None
+    assert second.memory.follows == first.memory.id
+    assert elsewhere.memory.follows is None and alone.memory.follows is None
+
+
+async def test_the_answer_to_a_matching_question_outranks_an_unrelated_memory_that_shares_a_word(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    service = MemoryService(store, embedder, clock)
+    turns = [
+        "Caroline: Did you finish the quarterly budget report for the board?",
+        "Melanie: Yes, I sent it to Maria yesterday afternoon",
+    ]
+    for turn in turns:
+        await service.write(me, WriteRequest(subject="agent-1", content=turn, session_id="chat-1", importance=0.5))
+        clock.advance(1)
+    for filler in ("Maria loves hiking in the Alps", "We sent the invitations for the party", "Melanie bought a bike"):
+        await service.write(me, WriteRequest(subject="agent-1", content=filler, importance=0.5))
+        clock.advance(1)
+    question = "Who received the quarterly budget report?"
+
+    plain = MemoryService(store, embedder, clock, weights=ScoringWeights(context=0.0, session=0.0))
+    without = [h.memory.content for h in await plain.recall(me, RecallRequest(query=question, top_k=3))]
+    with_context = [h.memory.content for h in await service.recall(me, RecallRequest(query=question, top_k=3))]
+
+    assert with_context[:2] == turns
+    assert turns[1] not in without[:2]  # by its own words the answer does not make it
+
+
+async def test_each_tenant_is_ranked_with_its_own_weights(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, acme: str, globex: str
+) -> None:
+    by_recency = ScoringWeights(similarity=0.01, recency=1.0, importance=0.0, access_frequency=0.0)
+    service = MemoryService(store, embedder, clock, tenant_weights={globex: by_recency})
+    for tenant in (acme, globex):
+        who = scope(tenant, write=["user:1"])
+        await service.write(
+            who, WriteRequest(subject="agent-1", content="The user drinks green tea every morning", importance=0.5)
+        )
+    clock.advance(3 * 86_400)
+    for tenant in (acme, globex):
+        await service.write(
+            scope(tenant, write=["user:1"]),
+            WriteRequest(subject="agent-1", content="Parking is on level 2", importance=0.5),
+        )
+
+    def first(hits: list[RecallHit]) -> str:
+        return hits[0].memory.content
+
+    query = RecallRequest(query="What does the user drink in the morning?", top_k=2)
+    assert first(await service.recall(scope(acme, write=["user:1"]), query)).startswith("The user drinks")
+    assert first(await service.recall(scope(globex, write=["user:1"]), query)) == "Parking is on level 2"
