@@ -97,7 +97,7 @@ def method(results: Results) -> list[str]:
         "it includes the client's own work. (b) is `MemoryService.recall` from `open_runtime` (the server's "
         "assembly), access-count bumps in its task group as in the server, drained outside the timed window. "
         "(c) replays the exact `EdgeVectorStore.search` call (b) makes for the same query, its query vectors "
-        "computed beforehand; 'engine only' replays the exact request that search sends to the shard. (b), (c), "
+        "computed beforehand; 'engine only' replays the exact requests that search sends to the shard. (b), (c), "
         "engine and query encoding are timed interleaved, query by query, so noise hits them alike. (a) runs in "
         "the same run right after, once the in-process runtime has released the store. The two floors show what "
         "any MCP call and any HTTP request cost on this setup.",

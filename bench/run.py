@@ -456,7 +456,7 @@ async def size_stage(
 
     async with open_runtime(settings_for(data_dir)) as rt:
         if getattr(rt.memories, "hybrid", False):
-            results.recall_mode = "hybrid (dense + BM25 keyword vector, fused by reciprocal rank)"
+            results.recall_mode = "hybrid (a dense and a BM25 keyword query per search, scores mixed in the engine)"
         result.ingest = await bulk_load(rt, generator, size, cfg.batch)
         result.disk = disk_breakdown(data_dir)
         say(f"[{size}] loaded in {result.ingest.load_s:.1f}s + index {result.ingest.index_s:.1f}s; in-process recall")
