@@ -32,6 +32,7 @@ from memory.stores.common import (
     SPARSE,
     check_writable,
     checked_namespaces,
+    idf_corpus,
     merge_hybrid,
     prefetch_limit,
     unpack,
@@ -301,8 +302,8 @@ class EdgeVectorStore:
             filter=query_filter,
             with_vector=[DENSE],
             with_payload=True,
-            # IDF over the searched namespaces, so term statistics never mix tenants
-            params=qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=in_scope))),
+            # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
+            params=qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=idf_corpus(in_scope, namespaces)))),
         )
         dense_points, keyword_points = await self._run(
             lambda: (self._shard.query(by_meaning), self._shard.query(by_keyword))  # one worker-thread hop

@@ -39,6 +39,7 @@ from memory.stores.common import (
     SPARSE,
     check_writable,
     checked_namespaces,
+    idf_corpus,
     merge_hybrid,
     prefetch_limit,
     unpack,
@@ -410,8 +411,8 @@ class QdrantServerStore:
             return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in response.points]
         keywords = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
         depth = prefetch_limit(limit)
-        # IDF over the searched namespaces, so term statistics never mix tenants
-        params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=qm.Filter(must=in_scope)))
+        # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
+        params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=qm.Filter(must=idf_corpus(in_scope, namespaces))))
         requests = [
             qm.QueryRequest(query=query, using=DENSE, filter=query_filter, limit=depth, with_payload=True),
             qm.QueryRequest(

@@ -28,6 +28,7 @@ from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMis
 from memory.models import Memory, MemoryKind, Source
 from memory.ports import ListQuery, RecallFilter, SparseVector, VectorStore
 from memory.scope import NamespaceScope
+from memory.stores.common import IDF_NAMESPACE_LIMIT
 from memory.stores.edge import EdgeVectorStore
 from memory.stores.qdrant_server import DENSE, SPARSE, QdrantServerStore, collection_name
 from tests.memory.conftest import START, everything, make_memory, scope
@@ -921,3 +922,27 @@ async def test_an_unreachable_server_raises_backend_unavailable_after_a_few_quic
         await QdrantServerStore.connect(
             f"http://127.0.0.1:{unused_port()}", model_id=MODEL, dimension=DIM, call_timeout=1.0
         )
+
+
+@pytest.mark.parametrize("granted", [1, IDF_NAMESPACE_LIMIT + 1])
+async def test_keyword_scores_never_depend_on_another_tenants_memories_however_wide_the_search(
+    store: VectorStore, acme: str, globex: str, granted: int
+) -> None:
+    names = [f"user:{i}" for i in range(granted)]
+    mine = scope(acme, write=names)
+    match = make_memory("rare term", tenant=acme, namespace="user:0")
+    other = make_memory("common words", tenant=acme, namespace="user:0")
+    await store.upsert(mine, [(match, vec(1), terms(42, 7)), (other, vec(2), terms(7))])
+
+    async def keyword_score() -> float:
+        hits = await store.search(mine, tuple(names), vec(3), 5, RecallFilter(now=NOW), sparse=terms(42))
+        return next(h.keyword for h in hits if h.memory.id == match.id)
+
+    before = await keyword_score()
+    theirs = scope(globex, write=["user:0"])
+    await store.upsert(
+        theirs, [(make_memory(f"x {i}", tenant=globex, namespace="user:0"), vec(4), terms(42)) for i in range(20)]
+    )
+
+    assert before > 0
+    assert await keyword_score() == pytest.approx(before)
