@@ -100,8 +100,9 @@ class VectorStore(Protocol):
 
         With a non-empty `sparse` query the search is hybrid, in one round trip: the union of the nearest by the
         dense vector and the best by BM25 (IDF over the searched namespaces, or over the tenant when more than 16
-        are searched), each at least 50 deep, in no particular order; the caller fuses them (memory.ranking). Every hit's `similarity` is its dense cosine
-        and its `keyword` its BM25 score (0 when the keyword search did not return it)."""
+        are searched), each at least 50 deep, in no particular order; the caller fuses them (memory.ranking).
+        Every hit's `similarity` is its dense cosine and its `keyword` its BM25 score (0 when the keyword search
+        did not return it)."""
         ...
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
