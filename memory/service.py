@@ -28,10 +28,11 @@ from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, Source, Wri
 from memory.pipeline import PIPELINE_KEY, PipelineSettings, claims, conflict, density, expiry, for_embedder
 from memory.pipeline.rating import rate_importance
 from memory.ports import Embedder, ImportanceRater, ListQuery, RecallFilter, SparseVector, VectorStore
-from memory.ranking import conversation_relevance, hybrid_relevance, passes_filter, select_hits
+from memory.ranking import select_hits
+from memory.recall import recall_filter, scored_hits, without_foreign_origins
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
-from memory.scoring import ScoringWeights, score
+from memory.scoring import ScoringWeights
 from memory.validation import (
     EngineLimits,
     check_content,
@@ -48,7 +49,6 @@ from memory.validation import (
 
 DEFAULT_IMPORTANCE = 0.5
 CANDIDATE_FACTOR = 2
-MAX_SUPERSESSION_HOPS = 8
 
 
 class MemoryService:
@@ -317,92 +317,17 @@ class MemoryService:
         query = check_content(request.query, self.limits, field="query")
         top_k = check_top_k(request.top_k, self.limits)
         namespaces = self._namespaces(scope, request.namespaces)
-        kinds = tuple(check_kind(k) for k in request.kinds) if request.kinds else None
-        tags = tuple(check_tags(request.tags, self.limits)) or None
-        session_id = check_session_id(request.session_id)
-        if request.token_budget is not None and (
-            isinstance(request.token_budget, bool)
-            or not isinstance(request.token_budget, int)
-            or request.token_budget < 1
-        ):
-            raise InvalidArgument("token_budget must be a positive whole number of tokens")
-        if request.since and request.until and request.since > request.until:
-            raise InvalidArgument("since must not be later than until")
-
-        now = self.clock.now()
+        flt = recall_filter(request, self.limits, self.clock.now())
         vector = await self.embedder.embed_query(query)
-        flt = RecallFilter(
-            now=now,
-            kinds=kinds,
-            tags=tags,
-            session_id=session_id,
-            since=request.since,
-            until=request.until,
-            include_superseded=bool(request.include_superseded),
-        )
         sparse = self.keywords.query(query) if self.hybrid else None
         # superseded memories are searched too: one that matches is answered by the memory that replaced it
         wide = replace(flt, include_superseded=True)
         candidates = await self.store.search(scope, namespaces, vector, top_k * CANDIDATE_FACTOR, wide, sparse)
-        weights = self.weights_for(scope.tenant)
-        relevance = conversation_relevance(
-            [c.memory for c in candidates],
-            hybrid_relevance(candidates, weights.dense_share),
-            weights.context,
-            weights.session,
-        )
-        hits: list[RecallHit] = []
-        seen: set[str] = set()
-        for candidate, similarity in zip(candidates, relevance, strict=True):
-            memory, via = candidate.memory, None
-            if memory.superseded_by is not None and not flt.include_superseded:
-                current = await self._current_version(scope, memory, namespaces, flt)
-                if current is None:
-                    continue
-                memory, via = current, candidate.memory.id
-            if memory.id in seen:
-                continue
-            seen.add(memory.id)
-            own = via is None
-            parts = score(
-                memory,
-                similarity,
-                now,
-                weights,
-                dense_similarity=candidate.similarity if own else None,
-                keyword=candidate.keyword if own else None,
-            )
-            hits.append(RecallHit(memory, parts, via))
-        hits.sort(key=lambda h: h.scores.score, reverse=True)
+        hits = await scored_hits(self.store, scope, candidates, namespaces, flt, self.weights_for(scope.tenant))
         chosen = select_hits(hits, top_k, request.token_budget)
         await self.access.record(scope, [h.memory.id for h in chosen])
-        shown = await self._without_foreign_origins(scope, [h.memory for h in chosen])
+        shown = await without_foreign_origins(self.store, scope, [h.memory for h in chosen])
         return [replace(hit, memory=memory) for hit, memory in zip(chosen, shown, strict=True)]
-
-    async def _without_foreign_origins(self, scope: NamespaceScope, memories: list[Memory]) -> list[Memory]:
-        """Shared copies name their origin only to callers who can read it: a reader of the shared namespace
-        alone must not learn that a private original exists, nor its id."""
-        visible: dict[str, bool] = {}
-        shown = []
-        for memory in memories:
-            origin = memory.origin_id
-            if origin is not None and origin not in visible:
-                visible[origin] = await self.store.get(scope, origin) is not None
-            shown.append(memory if origin is None or visible[origin] else replace(memory, origin_id=None))
-        return shown
-
-    async def _current_version(
-        self, scope: NamespaceScope, memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter
-    ) -> Memory | None:
-        """The live memory at the end of `memory`'s supersession chain, if it passes the recall's filters."""
-        for _ in range(MAX_SUPERSESSION_HOPS):
-            if memory.superseded_by is None:
-                return memory if passes_filter(memory, namespaces, flt) else None
-            successor = await self.store.get(scope, memory.superseded_by)
-            if successor is None or successor.deleted_at is not None:
-                return None
-            memory = successor
-        return None
 
     def _namespaces(self, scope: NamespaceScope, requested: Sequence[str] | None) -> tuple[str, ...]:
         if requested is not None and len(requested) > self.limits.max_namespaces_per_call:
@@ -470,4 +395,4 @@ class MemoryService:
         memories, next_id = await self.store.list(
             scope, ListQuery(namespaces, kind, bool(request.include_deleted), limit, after)
         )
-        return MemoryPage(await self._without_foreign_origins(scope, memories), encode_cursor(next_id))
+        return MemoryPage(await without_foreign_origins(self.store, scope, memories), encode_cursor(next_id))

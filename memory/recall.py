@@ -1,0 +1,110 @@
+"""The recall path's steps around the store search: the checked filter of a `RecallRequest`, the candidates
+turned into scored hits (a superseded match answered by the memory that replaced it), and what a caller may
+see of a shared copy's origin. `MemoryService.recall` strings them together."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from memory.errors import InvalidArgument
+from memory.models import Memory, RecallHit
+from memory.ports import RecallFilter, ScoredMemory, VectorStore
+from memory.ranking import conversation_relevance, hybrid_relevance, passes_filter
+from memory.requests import RecallRequest
+from memory.scope import NamespaceScope
+from memory.scoring import ScoringWeights, score
+from memory.validation import EngineLimits, check_kind, check_session_id, check_tags
+
+MAX_SUPERSESSION_HOPS = 8
+
+
+def recall_filter(request: RecallRequest, limits: EngineLimits, now: datetime) -> RecallFilter:
+    """The filter a recall request asks for, every field checked (and its token budget, which is not a filter)."""
+    kinds = tuple(check_kind(k) for k in request.kinds) if request.kinds else None
+    tags = tuple(check_tags(request.tags, limits)) or None
+    session_id = check_session_id(request.session_id)
+    budget = request.token_budget
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise InvalidArgument("token_budget must be a positive whole number of tokens")
+    if request.since and request.until and request.since > request.until:
+        raise InvalidArgument("since must not be later than until")
+    return RecallFilter(
+        now=now,
+        kinds=kinds,
+        tags=tags,
+        session_id=session_id,
+        since=request.since,
+        until=request.until,
+        include_superseded=bool(request.include_superseded),
+    )
+
+
+async def scored_hits(
+    store: VectorStore,
+    scope: NamespaceScope,
+    candidates: Sequence[ScoredMemory],
+    namespaces: tuple[str, ...],
+    flt: RecallFilter,
+    weights: ScoringWeights,
+) -> list[RecallHit]:
+    """Every candidate as a scored hit, best first: relevance from `memory.ranking`, a superseded candidate
+    replaced by its live successor (unless the filter includes superseded ones), each memory once."""
+    relevance = conversation_relevance(
+        [c.memory for c in candidates],
+        hybrid_relevance(candidates, weights.dense_share),
+        weights.context,
+        weights.session,
+    )
+    hits: list[RecallHit] = []
+    seen: set[str] = set()
+    for candidate, similarity in zip(candidates, relevance, strict=True):
+        memory, via = candidate.memory, None
+        if memory.superseded_by is not None and not flt.include_superseded:
+            current = await current_version(store, scope, memory, namespaces, flt)
+            if current is None:
+                continue
+            memory, via = current, candidate.memory.id
+        if memory.id in seen:
+            continue
+        seen.add(memory.id)
+        own = via is None
+        parts = score(
+            memory,
+            similarity,
+            flt.now,
+            weights,
+            dense_similarity=candidate.similarity if own else None,
+            keyword=candidate.keyword if own else None,
+        )
+        hits.append(RecallHit(memory, parts, via))
+    hits.sort(key=lambda h: h.scores.score, reverse=True)
+    return hits
+
+
+async def current_version(
+    store: VectorStore, scope: NamespaceScope, memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter
+) -> Memory | None:
+    """The live memory at the end of `memory`'s supersession chain, if it passes the recall's filters."""
+    for _ in range(MAX_SUPERSESSION_HOPS):
+        if memory.superseded_by is None:
+            return memory if passes_filter(memory, namespaces, flt) else None
+        successor = await store.get(scope, memory.superseded_by)
+        if successor is None or successor.deleted_at is not None:
+            return None
+        memory = successor
+    return None
+
+
+async def without_foreign_origins(store: VectorStore, scope: NamespaceScope, memories: list[Memory]) -> list[Memory]:
+    """Shared copies name their origin only to callers who can read it: a reader of the shared namespace
+    alone must not learn that a private original exists, nor its id."""
+    visible: dict[str, bool] = {}
+    shown = []
+    for memory in memories:
+        origin = memory.origin_id
+        if origin is not None and origin not in visible:
+            visible[origin] = await store.get(scope, origin) is not None
+        shown.append(memory if origin is None or visible[origin] else replace(memory, origin_id=None))
+    return shown
