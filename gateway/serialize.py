@@ -22,6 +22,7 @@ def memory_json(memory: Memory) -> dict[str, Any]:
         "tags": memory.tags,
         "metadata": memory.metadata,
         "session_id": memory.session_id,
+        "follows": memory.follows,  # the previous memory of its session in its namespace, if any
         "created_at": iso(memory.created_at),
         "updated_at": iso(memory.updated_at),
         "last_accessed_at": iso(memory.last_accessed_at),

@@ -51,6 +51,24 @@ async def test_a_contradicting_fact_supersedes_the_old_one(app: Starlette, mint:
     assert by_id[new["id"]]["supersedes"] == [old["id"]]
 
 
+async def test_turns_of_a_session_link_to_the_turn_before_and_an_answer_is_recalled_with_its_question(
+    app: Starlette, mint: Mint, clock: ManualClock
+) -> None:
+    turns = ["Did you book the venue for Anna's birthday dinner?", "Yes, the Lisbon place on Rua Augusta, for eight"]
+    async with mcp_session(app, mint()) as client:
+        written = []
+        for turn in turns:
+            written.append(data(await client.call_tool("write_memory", {"content": turn, "session_id": "chat-7"})))
+            clock.advance(1)
+        await client.call_tool("write_memory", {"content": "Anna prefers window seats on flights"})
+        hits = data(await client.call_tool("recall_memory", {"query": "birthday dinner venue booking", "top_k": 2}))
+        listed = data(await client.call_tool("list_memories", {}))
+    by_id = {m["id"]: m for m in listed["memories"]}
+    assert by_id[written[0]["id"]]["follows"] is None
+    assert by_id[written[1]["id"]]["follows"] == written[0]["id"]
+    assert [m["id"] for m in hits["memories"]] == [w["id"] for w in written]
+
+
 async def test_a_time_bound_fact_expires_after_its_day(app: Starlette, mint: Mint, clock: ManualClock) -> None:
     async with mcp_session(app, mint()) as client:
         written = data(
