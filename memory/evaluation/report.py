@@ -24,6 +24,8 @@ def render(report: EvalReport, header: str) -> str:
         f"{report.conversations} conversations, {report.turns} turns ingested through the write path "
         f"({report.turns_skipped} skipped by the write filters), {report.questions} questions. "
         f"Evidence turns dropped by the write filters: {report.evidence_dropped} of {report.evidence_total}; "
+        f'expired before the question was asked (time-bound statements such as "next month" expire after '
+        f"their day, DESIGN §4, and are no longer recalled): {report.evidence_expired}; "
         f"evidence ids that resolve to no turn: {report.unresolved_evidence}."
     )
     lines += ["", _row(["system", *METRICS, "median ms/query"]), _row(["---"] * (len(METRICS) + 2))]

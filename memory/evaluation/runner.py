@@ -9,7 +9,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from memory.clock import ManualClock
 from memory.evaluation.locomo import Conversation
@@ -49,6 +49,7 @@ class EvalReport:
     turns_skipped: int = 0
     evidence_total: int = 0
     evidence_dropped: int = 0
+    evidence_expired: int = 0  # evidence turns whose time-bound expiry passed before the question was asked
     unresolved_evidence: int = 0
     grid: list[tuple[ScoringWeights, float, float]] = field(default_factory=list)  # weights, tuned, held-out
 
@@ -59,6 +60,7 @@ class Ingested:
     namespace: str
     dia_ids_of: dict[str, list[str]]  # memory id -> dialogue ids it stands for
     dropped: set[str]
+    expires: dict[str, datetime] = field(default_factory=dict)  # dialogue id -> expiry of its memory, if any
 
 
 def namespace_for(conversation: Conversation) -> str:
@@ -69,6 +71,7 @@ async def ingest(service: MemoryService, scope: NamespaceScope, clock: ManualClo
     namespace = namespace_for(c)
     dia_ids_of: dict[str, list[str]] = {}
     dropped: set[str] = set()
+    expires: dict[str, datetime] = {}
     for turn in c.turns:
         clock.set(turn.occurred_at)
         outcome = await service.write(
@@ -88,7 +91,9 @@ async def ingest(service: MemoryService, scope: NamespaceScope, clock: ManualClo
             dropped.add(turn.dia_id)
         else:
             dia_ids_of.setdefault(outcome.memory.id, []).append(turn.dia_id)
-    return Ingested(c, namespace, dia_ids_of, dropped)
+            if outcome.memory.expires_at is not None:
+                expires[turn.dia_id] = outcome.memory.expires_at
+    return Ingested(c, namespace, dia_ids_of, dropped, expires)
 
 
 async def ranked_dia_ids(
@@ -136,6 +141,10 @@ async def evaluate(
             report.questions += 1
             report.evidence_total += len(q.evidence)
             report.evidence_dropped += sum(1 for e in q.evidence if e in ingested.dropped)
+            asked = clock.now()
+            report.evidence_expired += sum(
+                1 for e in q.evidence if e in ingested.expires and ingested.expires[e] <= asked
+            )
             ranked, elapsed = await ranked_dia_ids(service, scope, ingested, q.question, top_k)
             report.systems["hindsight"].add(q.category, ranked, q.evidence)
             report.systems["hindsight"].latencies.append(elapsed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,6 +106,37 @@ async def test_a_tiny_conversation_is_evaluated_through_the_engine(tmp_path: Pat
     write_section(results, section)  # a rerun replaces the section
     text = results.read_text()
     assert "keep me" in text and text.count(BEGIN) == 1 and text.count(END) == 1
+
+
+@pytest.mark.anyio
+async def test_evidence_in_a_time_bound_turn_that_expired_before_the_question_is_counted(
+    tmp_path: Path, embedder: WordLlamaEmbedder
+) -> None:
+    dataset = tiny_dataset()
+    conversation_json: Any = dataset[0]["conversation"]
+    conversation_json["session_1"].append(
+        {"speaker": "Ben", "dia_id": "D1:4", "text": "I have a dentist appointment tomorrow at 3pm."}
+    )
+    qa: Any = dataset[0]["qa"]
+    qa.append(
+        {"question": "When was Ben's dentist appointment?", "answer": "4 March", "evidence": ["D1:4"], "category": 2}
+    )
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(dataset))
+    [conversation] = locomo.load(path)
+    store = EdgeVectorStore.open(tmp_path / "v", model_id=embedder.model_id, dimension=embedder.dimension)
+    clock = ManualClock()
+    try:
+        service = MemoryService(store, embedder, clock)
+        admin = scope_for(Principal(subject="eval", tenant="eval", scopes=frozenset({"memory:admin"})))
+        report = await evaluate(service, admin, clock, [conversation])
+    finally:
+        await store.close()
+
+    assert report.evidence_expired == 1  # asked on 21 March: the appointment of 4 March has expired
+    assert report.systems["hindsight"].by_category[2].means()["recall@10"] == 0.0
+    assert report.systems["bm25"].by_category[2].means()["recall@10"] == 1.0
+    assert "expired before the question was asked" in render(report, "tiny") and ": 1;" in render(report, "tiny")
 
 
 @pytest.mark.anyio
