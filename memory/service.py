@@ -25,7 +25,7 @@ from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
 from memory.ids import content_hash, new_memory_id, parse_memory_id
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, Source, WriteOutcome, WriteStatus
-from memory.pipeline import PIPELINE_KEY, PipelineSettings, claims, conflict, density, expiry, for_embedder
+from memory.pipeline import PIPELINE_KEY, PipelineSettings, claims, conflict, density, expiry, for_embedder, turns
 from memory.pipeline.rating import rate_importance
 from memory.ports import Embedder, ImportanceRater, ListQuery, RecallFilter, SparseVector, VectorStore
 from memory.ranking import select_hits
@@ -177,13 +177,20 @@ class MemoryService:
         if verdict is not None and verdict.low_information:
             return WriteOutcome(WriteStatus.SKIPPED, memory, reason=verdict.reason, stored=False)
 
-        [vector] = await self.embedder.embed_documents([content])
+        previous = await self._previous_memory(scope, namespace, session_id)
+        before = previous.content if previous is not None else None
+        context_text = turns.dialogue_context(content, before, settings.turn_context_weight)
+        own, *context = await self.embedder.embed_documents(
+            [content] if context_text is None else [content, context_text]
+        )
+        # stored: the turn in its conversation; conflicts are looked up by what this memory says on its own
+        vector = turns.in_context(own, context[0], settings.turn_context_weight) if context else own
         sparse = self.keywords.document(content)
 
         # 4. conflicts with what the namespace already holds
         decision = conflict.ConflictDecision()
         if settings.conflict_detection:
-            candidates = await self._conflict_candidates(scope, memory, vector, now)
+            candidates = await self._conflict_candidates(scope, memory, own, now)
             decision = conflict.decide(content, created, candidates, settings, stated)
             if keep_as_is and decision.update is not None:  # forced or imported: always a new memory
                 decision = conflict.ConflictDecision(supersede=decision.supersede)
@@ -204,17 +211,13 @@ class MemoryService:
         else:
             stored = memory
             stored.supersedes = [s.memory.id for s in decision.supersede]
-            stored.follows = await self._previous_turn(scope, namespace, session_id)
-            copies = [
-                replace(
-                    stored,
-                    id=new_memory_id(int(created.timestamp() * 1000)),
-                    namespace=ns,
-                    origin_id=stored.id,
-                    follows=await self._previous_turn(scope, ns, session_id),
-                )
-                for ns in share_to
-            ]
+            stored.follows = previous.id if previous is not None else None
+            copies = []
+            for ns in share_to:
+                last = await self._previous_memory(scope, ns, session_id)
+                copy_id = new_memory_id(int(created.timestamp() * 1000))
+                follows = last.id if last is not None else None
+                copies.append(replace(stored, id=copy_id, namespace=ns, origin_id=stored.id, follows=follows))
             await self.store.upsert(scope, [(m, vector, sparse) for m in (stored, *copies)])
             status = WriteStatus.CREATED
             if decision.superseded_by is not None:
@@ -239,12 +242,11 @@ class MemoryService:
             found += await self.store.search(scope, (memory.namespace,), vector, limit, same)
         return [(c.memory, c.similarity) for c in found]
 
-    async def _previous_turn(self, scope: NamespaceScope, namespace: str, session_id: str | None) -> str | None:
-        """The id of the memory written last in that session and namespace (what a new one follows), if any."""
+    async def _previous_memory(self, scope: NamespaceScope, namespace: str, session_id: str | None) -> Memory | None:
+        """The memory written last in that session and namespace (what a new one follows), if any."""
         if session_id is None:
             return None
-        previous = await self.store.latest_in_session(scope, namespace, session_id)
-        return previous.id if previous is not None else None
+        return await self.store.latest_in_session(scope, namespace, session_id)
 
     async def _update_in_place(
         self,

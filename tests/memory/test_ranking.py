@@ -10,7 +10,8 @@ import pytest
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.models import Memory, RecallHit
-from memory.ports import ScoredMemory
+from memory.pipeline import for_embedder
+from memory.ports import RecallFilter, ScoredMemory
 from memory.ranking import MIN_COSINE_SPREAD, conversation_relevance, hybrid_relevance
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
@@ -114,28 +115,55 @@ async def test_a_write_in_a_session_follows_the_previous_memory_of_that_session(
     assert elsewhere.memory.follows is None and alone.memory.follows is None
 
 
-async def test_the_answer_to_a_matching_question_outranks_an_unrelated_memory_that_shares_a_word(
+QUESTION = "Caroline: Did you finish the quarterly budget report for the board?"
+ANSWER = "Melanie: Yes, I sent it to Maria yesterday afternoon"
+FILLERS = ("Maria loves hiking in the Alps", "We sent the invitations for the party", "Melanie bought a bike")
+
+
+async def conversation_then_fillers(service: MemoryService, me: NamespaceScope, clock: ManualClock) -> None:
+    for turn in (QUESTION, ANSWER):
+        await service.write(me, WriteRequest(subject="agent-1", content=turn, session_id="chat-1", importance=0.5))
+        clock.advance(1)
+    for filler in FILLERS:
+        await service.write(me, WriteRequest(subject="agent-1", content=filler, importance=0.5))
+        clock.advance(1)
+
+
+async def top_two(service: MemoryService, me: NamespaceScope) -> list[str]:
+    hits = await service.recall(me, RecallRequest(query="Who received the quarterly budget report?", top_k=2))
+    return [h.memory.content for h in hits]
+
+
+async def test_the_answer_to_a_matching_question_is_lifted_into_the_results_at_recall(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    own_vectors = for_embedder(embedder.model_id, turn_context_weight=0.0)  # only the recall-time lift acts
+    service = MemoryService(store, embedder, clock, pipeline=own_vectors)
+    await conversation_then_fillers(service, me, clock)
+    no_lift = ScoringWeights(context=0.0, session=0.0)
+
+    without = await top_two(MemoryService(store, embedder, clock, weights=no_lift, pipeline=own_vectors), me)
+
+    assert await top_two(service, me) == [QUESTION, ANSWER]
+    assert ANSWER not in without  # by its own words the answer does not make it
+
+
+async def test_a_dialogue_turn_is_stored_in_the_context_of_the_turn_before_it(
     store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
 ) -> None:
     service = MemoryService(store, embedder, clock)
-    turns = [
-        "Caroline: Did you finish the quarterly budget report for the board?",
-        "Melanie: Yes, I sent it to Maria yesterday afternoon",
-    ]
-    for turn in turns:
-        await service.write(me, WriteRequest(subject="agent-1", content=turn, session_id="chat-1", importance=0.5))
-        clock.advance(1)
-    for filler in ("Maria loves hiking in the Alps", "We sent the invitations for the party", "Melanie bought a bike"):
-        await service.write(me, WriteRequest(subject="agent-1", content=filler, importance=0.5))
-        clock.advance(1)
-    question = "Who received the quarterly budget report?"
+    await conversation_then_fillers(service, me, clock)
+    no_lift = ScoringWeights(context=0.0, session=0.0)
 
-    plain = MemoryService(store, embedder, clock, weights=ScoringWeights(context=0.0, session=0.0))
-    without = [h.memory.content for h in await plain.recall(me, RecallRequest(query=question, top_k=3))]
-    with_context = [h.memory.content for h in await service.recall(me, RecallRequest(query=question, top_k=3))]
+    found = await top_two(MemoryService(store, embedder, clock, weights=no_lift), me)
 
-    assert with_context[:2] == turns
-    assert turns[1] not in without[:2]  # by its own words the answer does not make it
+    assert ANSWER in found  # its stored vector carries the question it answers
+    [plain] = await embedder.embed_documents([ANSWER])
+    stored = await store.search(me, ("user:1",), plain, 8, RecallFilter(now=clock.now()))
+    answer = next(h for h in stored if h.memory.content == ANSWER)
+    filler = next(h for h in stored if h.memory.content == FILLERS[0])
+    assert answer.similarity < 0.99  # not its own vector...
+    assert filler.similarity < answer.similarity  # ...but still closest to what it says
 
 
 async def test_each_tenant_is_ranked_with_its_own_weights(
