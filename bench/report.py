@@ -96,8 +96,9 @@ def method(results: Results) -> list[str]:
         "`python -m gateway.cli serve` in a subprocess (embedded default, rate limits off, log level warning); "
         "it includes the client's own work. (b) is `MemoryService.recall` from `open_runtime` (the server's "
         "assembly), access-count bumps in its task group as in the server, drained outside the timed window. "
-        "(c) replays the exact `EdgeVectorStore.search` call (b) makes for the same query, its query vectors "
-        "computed beforehand; 'engine only' replays the exact requests that search sends to the shard. (b), (c), "
+        "(c) replays the exact `EdgeVectorStore.search` calls (b) makes for the same query (two with "
+        "pseudo-relevance feedback), its query vectors computed beforehand; 'engine only' replays the exact "
+        "requests those searches send to the shard. (b), (c), "
         "engine and query encoding are timed interleaved, query by query, so noise hits them alike. (a) runs in "
         "the same run right after, once the in-process runtime has released the store. The two floors show what "
         "any MCP call and any HTTP request cost on this setup.",

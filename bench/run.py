@@ -300,42 +300,53 @@ class _QueryRecorder:
         return self._shard.query(request)
 
 
+Search = tuple[tuple[Any, ...], dict[str, Any]]  # the arguments of one `store.search` call
+
+
 async def recorded_queries(
     rt: Runtime, scope: NamespaceScope, queries: Sequence[str]
-) -> tuple[list[tuple[tuple[Any, ...], dict[str, Any]]], list[Any]]:
-    """For each query: the exact `store.search` arguments `MemoryService.recall` uses (its query vectors
-    precomputed), and the exact engine requests that search sends. Replaying them gives (c) and the engine-only
-    figure for the same work the service does, whatever the recall mode (dense or hybrid)."""
+) -> tuple[list[list[Search]], list[list[Any]]]:
+    """For each query: the exact `store.search` calls `MemoryService.recall` makes (two with pseudo-relevance
+    feedback; query vectors precomputed), and the exact engine requests those searches send. Replaying them
+    gives (c) and the engine-only figure for the same work the service does, whatever the recall mode."""
     service: Any = rt.memories
     recorder = _SearchRecorder(service.store)
     service.store = recorder
+    searches: list[list[Search]] = []
     try:
         for query in queries:
+            made = len(recorder.calls)
             await rt.memories.recall(scope, RecallRequest(query=query))
             await rt.memories.drain()
+            searches.append(recorder.calls[made:])
     finally:
         service.store = recorder._store
-    if len(recorder.calls) != len(queries):
-        raise RuntimeError("MemoryService.recall did not make exactly one store.search per query")
+    if any(not calls for calls in searches):
+        raise RuntimeError("MemoryService.recall made no store.search for a query")
     edge = edge_store(rt)
     shard = edge._shard
     engine = _QueryRecorder(shard)
     edge._shard = engine
     groups: list[list[Any]] = []
     try:
-        for args, kwargs in recorder.calls:
+        for calls in searches:
             sent = len(engine.requests)
-            await rt.store.search(*args, **kwargs)
+            await store_searches(rt, calls)
             groups.append(engine.requests[sent:])
     finally:
         edge._shard = shard
     if any(not group for group in groups):
         raise RuntimeError("EdgeVectorStore.search sent no engine query for a search")
-    return recorder.calls, groups
+    return searches, groups
+
+
+async def store_searches(rt: Runtime, calls: Sequence[Search]) -> list[Any]:
+    """Replay the store searches of one recall, in order; every hit of all of them."""
+    return [hit for args, kwargs in calls for hit in await rt.store.search(*args, **kwargs)]
 
 
 def engine_queries(shard: Any, group: Sequence[Any]) -> list[Any]:
-    """Every engine query of one store search (hybrid recall sends a dense and a keyword query), run as sent."""
+    """Every engine query of one recall's store searches (a dense and a keyword query each), run as sent."""
     return [point for request in group for point in shard.query(request)]
 
 
@@ -360,14 +371,14 @@ async def inprocess_recall(
     out = {p: Samples() for p in ("service", "store", "engine", "embed")}
     for i in range(warmup + len(queries)):
         j = i % len(queries)
-        query, (args, kwargs), request = queries[j], searches[j], requests[j]
+        query, calls, request = queries[j], searches[j], requests[j]
 
         t0 = time.perf_counter()
         await encode_query(rt, query)
         t1 = time.perf_counter()
         points = engine_queries(shard, request)
         t2 = time.perf_counter()
-        found = await rt.store.search(*args, **kwargs)
+        found = await store_searches(rt, calls)
         t3 = time.perf_counter()
         hits = await rt.memories.recall(scope, RecallRequest(query=query))
         t4 = time.perf_counter()
@@ -456,7 +467,10 @@ async def size_stage(
 
     async with open_runtime(settings_for(data_dir)) as rt:
         if getattr(rt.memories, "hybrid", False):
-            results.recall_mode = "hybrid (a dense and a BM25 keyword query per search, scores mixed in the engine)"
+            results.recall_mode = (
+                "hybrid (a dense and a BM25 keyword query, then a keyword query with pseudo-relevance feedback; "
+                "scores mixed in the engine)"
+            )
         result.ingest = await bulk_load(rt, generator, size, cfg.batch)
         result.disk = disk_breakdown(data_dir)
         say(f"[{size}] loaded in {result.ingest.load_s:.1f}s + index {result.ingest.index_s:.1f}s; in-process recall")
@@ -705,8 +719,7 @@ async def micro_checks(rt: Runtime, queries: Sequence[str]) -> dict[str, str]:
         f"{median_of(lambda: [from_payload(p.id, p.payload or {}) for p in points], 300) * 1e6:.0f} µs"
     )
     engine = median_of(lambda: engine_queries(shard, requests[0]), 100)
-    args, kwargs = searches[0]
-    store = await amedian_of(lambda: rt.store.search(*args, **kwargs), 100)
+    store = await amedian_of(lambda: store_searches(rt, searches[0]), 100)
     checks["engine query / `EdgeVectorStore.search` of the same recall (100 namespaces)"] = (
         f"{engine * 1000:.2f} ms / {store * 1000:.2f} ms"
     )

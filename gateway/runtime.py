@@ -68,6 +68,7 @@ def scoring_weights(settings: Settings) -> ScoringWeights:
         dense_share=settings.weight_dense_share,
         context=settings.weight_context,
         session=settings.weight_session,
+        feedback=settings.weight_feedback,
     )
 
 

@@ -95,6 +95,8 @@ class VectorStore(Protocol):
         limit: int,
         flt: RecallFilter,
         sparse: SparseVector | None = None,
+        *,
+        by_meaning: bool = True,
     ) -> list[ScoredMemory]:
         """Live memories nearest to `vector` in the given readable namespaces (() = whole tenant, admin only).
 
@@ -102,7 +104,7 @@ class VectorStore(Protocol):
         dense vector and the best by BM25 (IDF over the searched namespaces, or over the tenant when more than 16
         are searched), each at least 50 deep, in no particular order; the caller fuses them (memory.ranking).
         Every hit's `similarity` is its dense cosine and its `keyword` its BM25 score (0 when the keyword search
-        did not return it)."""
+        did not return it). With `by_meaning=False` (and a `sparse` query) only the keyword half runs."""
         ...
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:

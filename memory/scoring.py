@@ -23,21 +23,23 @@ class ScoringWeights:
     # how the similarity part is made (memory.ranking): the dense cosine's share beside BM25, and how much a
     # match lifts the next turn of its conversation (`context`; the turn before it gets a third of that) and the
     # other memories of its session (`session`)
-    dense_share: float = 0.5
+    dense_share: float = 0.3
     context: float = 0.3
     session: float = 0.3
+    # weight of the words pseudo-relevance feedback adds to the keyword query (memory.feedback); 0: one search
+    feedback: float = 0.2
 
     def __post_init__(self) -> None:
         weights = (self.similarity, self.recency, self.importance, self.access_frequency)
-        lifts = (self.dense_share, self.context, self.session)
+        lifts = (self.dense_share, self.context, self.session, self.feedback)
         if not all(math.isfinite(w) for w in (*weights, *lifts, self.recency_decay_per_hour)):
             raise InvalidArgument("scoring weights and the recency decay must be finite numbers")
         if any(w < 0 for w in weights) or sum(weights) <= 0:
             raise InvalidArgument("scoring weights must be non-negative and not all zero")
         if self.recency_decay_per_hour < 0 or self.access_saturation < 1:
             raise InvalidArgument("recency decay must be >= 0 and access saturation >= 1")
-        if not 0 <= self.dense_share <= 1 or self.context < 0 or self.session < 0:
-            raise InvalidArgument("dense_share must lie in [0, 1]; context and session lifts must be >= 0")
+        if not 0 <= self.dense_share <= 1 or self.context < 0 or self.session < 0 or not 0 <= self.feedback <= 1:
+            raise InvalidArgument("dense_share and feedback must lie in [0, 1]; context and session lifts >= 0")
 
 
 def score(

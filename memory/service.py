@@ -23,6 +23,7 @@ from memory.clock import Clock
 from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
+from memory.feedback import feedback_query, with_feedback
 from memory.ids import content_hash, new_memory_id, parse_memory_id
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, Source, WriteOutcome, WriteStatus
 from memory.pipeline import PIPELINE_KEY, PipelineSettings, claims, conflict, density, expiry, for_embedder, turns
@@ -324,8 +325,14 @@ class MemoryService:
         sparse = self.keywords.query(query) if self.hybrid else None
         # superseded memories are searched too: one that matches is answered by the memory that replaced it
         wide = replace(flt, include_superseded=True)
-        candidates = await self.store.search(scope, namespaces, vector, top_k * CANDIDATE_FACTOR, wide, sparse)
-        hits = await scored_hits(self.store, scope, candidates, namespaces, flt, self.weights_for(scope.tenant))
+        limit = top_k * CANDIDATE_FACTOR
+        candidates = await self.store.search(scope, namespaces, vector, limit, wide, sparse)
+        weights = self.weights_for(scope.tenant)
+        expanded = feedback_query(query, candidates, self.keywords, weights.feedback) if sparse else None
+        if expanded is not None:
+            second = await self.store.search(scope, namespaces, vector, limit, wide, expanded, by_meaning=False)
+            candidates = with_feedback(candidates, second)
+        hits = await scored_hits(self.store, scope, candidates, namespaces, flt, weights)
         chosen = select_hits(hits, top_k, request.token_budget)
         await self.access.record(scope, [h.memory.id for h in chosen])
         shown = await without_foreign_origins(self.store, scope, [h.memory for h in chosen])

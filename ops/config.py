@@ -36,6 +36,7 @@ class ScoringOverrides(BaseModel):
     dense_share: float | None = Field(None, ge=0, le=1)
     context: float | None = Field(None, ge=0)
     session: float | None = Field(None, ge=0)
+    feedback: float | None = Field(None, ge=0, le=1)
 
 
 class Settings(BaseSettings):
@@ -139,9 +140,12 @@ class Settings(BaseSettings):
     weight_importance: float = Field(0.05, ge=0)
     weight_access_frequency: float = Field(0.05, ge=0)
     recency_decay_per_hour: float = Field(0.01, ge=0)
-    weight_dense_share: float = Field(0.5, ge=0, le=1, description="Dense cosine's share of relevance beside BM25.")
+    weight_dense_share: float = Field(0.3, ge=0, le=1, description="Dense cosine's share of relevance beside BM25.")
     weight_context: float = Field(0.3, ge=0, description="How much a matching turn lifts the turn that follows it.")
     weight_session: float = Field(0.3, ge=0, description="How much a session's best match lifts its other memories.")
+    weight_feedback: float = Field(
+        0.2, ge=0, le=1, description="Weight of the words pseudo-relevance feedback adds to the keyword query (0: off)."
+    )
     scoring_tenants: dict[str, ScoringOverrides] = Field(
         default_factory=dict, description='Per-tenant recall weights, JSON: {"acme": {"recency": 0.3}}'
     )

@@ -3,14 +3,16 @@
 The engine computes sparse vectors itself and hands them to the store, so both stores index exactly the same
 terms. A term's index is a stable 31-bit hash of its token (see `memory.pipeline.text.tokenize`: words for
 alphabetic scripts, character bigrams and meaningful single characters for Chinese, Japanese and Korean).
-A document's weights are BM25's saturated term frequencies; a query's are 1 per distinct term. The store's
-sparse vector carries Qdrant's IDF modifier, which supplies the inverse document frequency at query time.
+A document's weights are BM25's saturated term frequencies; a query's are 1 per distinct term (or chosen
+weights, for pseudo-relevance feedback). The store's sparse vector carries Qdrant's IDF modifier, which supplies
+the inverse document frequency at query time.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Mapping
 from functools import lru_cache
 
 from memory.pipeline.text import tokenize
@@ -43,4 +45,12 @@ class Bm25Encoder:
         return _vector(weights)
 
     def query(self, text: str) -> SparseVector:
-        return _vector({term_index(token): 1.0 for token in set(tokenize(text))})
+        return self.weighted_query(dict.fromkeys(tokenize(text), 1.0))
+
+    def weighted_query(self, weights: Mapping[str, float]) -> SparseVector:
+        """A query of chosen terms (tokens as `tokenize` gives them) with their own weights."""
+        indexed: dict[int, float] = {}
+        for token, weight in weights.items():
+            index = term_index(token)
+            indexed[index] = max(indexed.get(index, 0.0), weight)
+        return _vector(indexed)

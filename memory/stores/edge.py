@@ -268,6 +268,8 @@ class EdgeVectorStore:
         limit: int,
         flt: RecallFilter,
         sparse: SparseVector | None = None,
+        *,
+        by_meaning: bool = True,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
         must: list[Any] = [*in_scope, _match_any("status", recallable_statuses(flt.include_superseded))]
@@ -295,8 +297,8 @@ class EdgeVectorStore:
             return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in points]
         keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
         depth = prefetch_limit(limit)
-        by_meaning = qe.QueryRequest(limit=depth, query=dense, filter=query_filter, with_payload=True)
-        by_keyword = qe.QueryRequest(
+        dense_request = qe.QueryRequest(limit=depth, query=dense, filter=query_filter, with_payload=True)
+        keyword_request = qe.QueryRequest(
             limit=depth,
             query=keywords,
             filter=query_filter,
@@ -305,8 +307,8 @@ class EdgeVectorStore:
             # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
             params=qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=idf_corpus(in_scope, namespaces)))),
         )
-        dense_points, keyword_points = await self._run(
-            lambda: (self._shard.query(by_meaning), self._shard.query(by_keyword))  # one worker-thread hop
+        dense_points, keyword_points = await self._run(  # one worker-thread hop
+            lambda: (self._shard.query(dense_request) if by_meaning else [], self._shard.query(keyword_request))
         )
         return merge_hybrid(
             vector,

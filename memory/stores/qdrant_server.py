@@ -380,6 +380,8 @@ class QdrantServerStore:
         limit: int,
         flt: RecallFilter,
         sparse: SparseVector | None = None,
+        *,
+        by_meaning: bool = True,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
         must = [*in_scope, _match_any("status", recallable_statuses(flt.include_superseded))]
@@ -414,7 +416,6 @@ class QdrantServerStore:
         # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
         params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=qm.Filter(must=idf_corpus(in_scope, namespaces))))
         requests = [
-            qm.QueryRequest(query=query, using=DENSE, filter=query_filter, limit=depth, with_payload=True),
             qm.QueryRequest(
                 query=keywords,
                 using=SPARSE,
@@ -425,12 +426,16 @@ class QdrantServerStore:
                 params=params,
             ),
         ]
-        by_meaning, by_keyword = await self._call(
+        if by_meaning:
+            requests.append(
+                qm.QueryRequest(query=query, using=DENSE, filter=query_filter, limit=depth, with_payload=True)
+            )
+        by_keyword, *nearest = await self._call(
             lambda: self._client.query_batch_points(self._collection, requests=requests)  # one round trip
         )
         return merge_hybrid(
             vector,
-            [(from_payload(p.id, p.payload or {}), float(p.score)) for p in by_meaning.points],
+            [(from_payload(p.id, p.payload or {}), float(p.score)) for r in nearest for p in r.points],
             [(from_payload(p.id, p.payload or {}), float(p.score), _dense_of(p.vector)) for p in by_keyword.points],
         )
 

@@ -946,3 +946,17 @@ async def test_keyword_scores_never_depend_on_another_tenants_memories_however_w
 
     assert before > 0
     assert await keyword_score() == pytest.approx(before)
+
+
+async def test_a_keyword_only_search_returns_just_the_keyword_matches_with_their_cosines(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    near = make_memory("near by meaning", tenant=acme)
+    keyword = make_memory("the rare keyword", tenant=acme)
+    await store.upsert(writer, [(near, vec(1), terms(1)), (keyword, vec(5), terms(42))])
+
+    hits = await store.search(writer, ("user:1",), vec(1), 5, RecallFilter(now=NOW), sparse=terms(42), by_meaning=False)
+
+    assert [h.memory.id for h in hits] == [keyword.id]
+    assert hits[0].keyword > 0
+    assert hits[0].similarity == pytest.approx(cosine(vec(1), vec(5)), abs=1e-4)

@@ -74,7 +74,7 @@ def test_per_tenant_recall_weights_come_from_json_and_override_only_what_they_na
     acme = tenant_scoring_weights(settings, defaults)["acme"]
 
     assert (acme.recency, acme.session) == (0.4, 0.0)
-    assert (acme.similarity, acme.context, acme.dense_share) == (defaults.similarity, defaults.context, 0.5)
+    assert (acme.similarity, acme.context, acme.dense_share) == (defaults.similarity, defaults.context, 0.3)
 
 
 def test_the_settings_recall_weights_default_to_the_engines() -> None:

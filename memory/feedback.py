@@ -1,0 +1,58 @@
+"""Pseudo-relevance feedback for the keyword half of hybrid recall (the RM3 idea, kept small).
+
+A first hybrid search finds candidates; the few best by BM25 are taken as relevant, and the words they share
+that are rare among all the candidates are added to the keyword query at a small weight (`ScoringWeights.
+feedback`). A second, keyword-only search with that query replaces the first one's BM25 scores. It finds the
+turns that say the same thing in other words ("adoption agencies" for "what did she research?"): on LoCoMo dev
+recall@10 rose by about 0.03 with WordLlama, measured outside the engine first.
+
+Term weights come from the candidates alone (how many of the top documents hold a word, times the log of how
+rare it is among the candidates; a word no other candidate holds is skipped, as it can only find its own
+document): the store's corpus statistics are not needed, and nothing outside the searched namespaces is read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from memory.embedders.sparse import Bm25Encoder
+from memory.pipeline.text import tokenize
+from memory.ports import ScoredMemory, SparseVector
+
+FEEDBACK_DOCUMENTS = 3  # the best BM25 candidates taken as relevant
+FEEDBACK_TERMS = 5  # words added to the query
+
+
+def feedback_query(
+    query: str, candidates: Sequence[ScoredMemory], keywords: Bm25Encoder, weight: float
+) -> SparseVector | None:
+    """The keyword query expanded with the feedback terms, or None when there is nothing to learn from."""
+    relevant = sorted((c for c in candidates if c.keyword > 0), key=lambda c: c.keyword, reverse=True)
+    if weight <= 0 or not relevant:
+        return None
+    asked = set(tokenize(query))
+    words_of = {c.memory.id: set(tokenize(c.memory.content)) for c in candidates}
+    document_frequency = Counter(word for words in words_of.values() for word in words)
+    in_top = Counter(word for c in relevant[:FEEDBACK_DOCUMENTS] for word in words_of[c.memory.id])
+    pool = len(candidates)
+    rated = {
+        word: count * math.log(1 + pool / document_frequency[word])
+        for word, count in in_top.items()
+        if word not in asked and document_frequency[word] > 1  # a word only its own document holds finds nothing
+    }
+    added = sorted(rated, key=lambda word: (-rated[word], word))[:FEEDBACK_TERMS]
+    if not added:
+        return None
+    return keywords.weighted_query({**dict.fromkeys(asked, 1.0), **dict.fromkeys(added, weight)})
+
+
+def with_feedback(first: Sequence[ScoredMemory], second: Sequence[ScoredMemory]) -> list[ScoredMemory]:
+    """The first search's candidates and the feedback search's, each once, scored by the feedback BM25 (0 for a
+    candidate the feedback search did not return)."""
+    keyword = {c.memory.id: c.keyword for c in second}
+    merged = [ScoredMemory(c.memory, c.similarity, keyword.get(c.memory.id, 0.0)) for c in first]
+    seen = {c.memory.id for c in first}
+    merged += [c for c in second if c.memory.id not in seen]
+    return merged
