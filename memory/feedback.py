@@ -4,11 +4,12 @@ A first hybrid search finds candidates; the few best by BM25 are taken as releva
 that are rare among all the candidates are added to the keyword query at a small weight (`ScoringWeights.
 feedback`). A second, keyword-only search with that query replaces the first one's BM25 scores. It finds the
 turns that say the same thing in other words ("adoption agencies" for "what did she research?"): on LoCoMo dev
-recall@10 rose by about 0.03 with WordLlama, measured outside the engine first.
+recall@10 rose from 0.698 to 0.712 with WordLlama (dense share 0.3, same run).
 
-Term weights come from the candidates alone (how many of the top documents hold a word, times the log of how
-rare it is among the candidates; a word no other candidate holds is skipped, as it can only find its own
-document): the store's corpus statistics are not needed, and nothing outside the searched namespaces is read.
+Words are the term ids of the candidates' stored keyword vectors (the stores return them), so no text is
+tokenised again. Their weights come from the candidates alone (how many of the top documents hold a term, times
+the log of how rare it is among the candidates; a term no other candidate holds is skipped, as it can only find
+its own document): no corpus statistics are needed, and nothing outside the searched namespaces is read.
 """
 
 from __future__ import annotations
@@ -17,35 +18,32 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from memory.embedders.sparse import Bm25Encoder
-from memory.pipeline.text import tokenize
+from memory.embedders.sparse import with_terms
 from memory.ports import ScoredMemory, SparseVector
 
 FEEDBACK_DOCUMENTS = 3  # the best BM25 candidates taken as relevant
 FEEDBACK_TERMS = 5  # words added to the query
 
 
-def feedback_query(
-    query: str, candidates: Sequence[ScoredMemory], keywords: Bm25Encoder, weight: float
-) -> SparseVector | None:
-    """The keyword query expanded with the feedback terms, or None when there is nothing to learn from."""
+def feedback_query(query: SparseVector, candidates: Sequence[ScoredMemory], weight: float) -> SparseVector | None:
+    """The keyword query expanded with the feedback terms, or None when there is nothing to learn from. Terms are
+    the ids of the candidates' stored keyword vectors, so no text is tokenised again."""
     relevant = sorted((c for c in candidates if c.keyword > 0), key=lambda c: c.keyword, reverse=True)
     if weight <= 0 or not relevant:
         return None
-    asked = set(tokenize(query))
-    words_of = {c.memory.id: set(tokenize(c.memory.content)) for c in candidates}
-    document_frequency = Counter(word for words in words_of.values() for word in words)
-    in_top = Counter(word for c in relevant[:FEEDBACK_DOCUMENTS] for word in words_of[c.memory.id])
+    asked = set(query.indices)
+    document_frequency = Counter(term for c in candidates for term in set(c.terms))
+    in_top = Counter(term for c in relevant[:FEEDBACK_DOCUMENTS] for term in set(c.terms))
     pool = len(candidates)
     rated = {
-        word: count * math.log(1 + pool / document_frequency[word])
-        for word, count in in_top.items()
-        if word not in asked and document_frequency[word] > 1  # a word only its own document holds finds nothing
+        term: count * math.log(1 + pool / document_frequency[term])
+        for term, count in in_top.items()
+        if term not in asked and document_frequency[term] > 1  # a term only its own document holds finds nothing
     }
-    added = sorted(rated, key=lambda word: (-rated[word], word))[:FEEDBACK_TERMS]
+    added = sorted(rated, key=lambda term: (-rated[term], term))[:FEEDBACK_TERMS]
     if not added:
         return None
-    return keywords.weighted_query({**dict.fromkeys(asked, 1.0), **dict.fromkeys(added, weight)})
+    return with_terms(query, added, weight)
 
 
 def with_feedback(first: Sequence[ScoredMemory], second: Sequence[ScoredMemory]) -> list[ScoredMemory]:

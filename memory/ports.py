@@ -42,6 +42,7 @@ class ScoredMemory:
     memory: Memory
     similarity: float  # cosine similarity of the memory's dense vector to the query's
     keyword: float = 0.0  # BM25 score of the memory for the query's terms (0: not among the keyword matches)
+    terms: tuple[int, ...] = ()  # the term ids of its keyword vector (hybrid search returns them)
 
 
 # A memory with its dense vector and, optionally, its keyword vector (absent: not found by keyword search).

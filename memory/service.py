@@ -328,7 +328,7 @@ class MemoryService:
         limit = top_k * CANDIDATE_FACTOR
         candidates = await self.store.search(scope, namespaces, vector, limit, wide, sparse)
         weights = self.weights_for(scope.tenant)
-        expanded = feedback_query(query, candidates, self.keywords, weights.feedback) if sparse else None
+        expanded = feedback_query(sparse, candidates, weights.feedback) if sparse is not None else None
         if expanded is not None:
             second = await self.store.search(scope, namespaces, vector, limit, wide, expanded, by_meaning=False)
             candidates = with_feedback(candidates, second)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable
 from functools import lru_cache
 
 from memory.pipeline.text import tokenize
@@ -45,12 +45,11 @@ class Bm25Encoder:
         return _vector(weights)
 
     def query(self, text: str) -> SparseVector:
-        return self.weighted_query(dict.fromkeys(tokenize(text), 1.0))
+        return _vector({term_index(token): 1.0 for token in set(tokenize(text))})
 
-    def weighted_query(self, weights: Mapping[str, float]) -> SparseVector:
-        """A query of chosen terms (tokens as `tokenize` gives them) with their own weights."""
-        indexed: dict[int, float] = {}
-        for token, weight in weights.items():
-            index = term_index(token)
-            indexed[index] = max(indexed.get(index, 0.0), weight)
-        return _vector(indexed)
+
+def with_terms(query: SparseVector, added: Iterable[int], weight: float) -> SparseVector:
+    """A query with more terms (ids, as stored) at their own weight; terms it already has keep theirs."""
+    weights = dict.fromkeys(added, weight)
+    weights.update(zip(query.indices, query.values, strict=True))
+    return _vector(weights)

@@ -82,17 +82,28 @@ def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[
     return [float(d / n) if n > 0 else 0.0 for d, n in zip(dots, norms, strict=True)]
 
 
+def terms_of(vector: object) -> list[int]:
+    """The term ids of a returned point's keyword vector (`with_vector` includes it; none if it has none)."""
+    sparse = vector.get(SPARSE) if isinstance(vector, dict) else None
+    indices = getattr(sparse, "indices", None)
+    return [int(i) for i in indices] if indices is not None else []
+
+
 def merge_hybrid(
     query: Sequence[float],
-    dense_hits: Sequence[tuple[Memory, float]],
-    keyword_hits: Sequence[tuple[Memory, float, Sequence[float]]],
+    dense_hits: Sequence[tuple[Memory, float, Sequence[int]]],
+    keyword_hits: Sequence[tuple[Memory, float, Sequence[float], Sequence[int]]],
 ) -> list[ScoredMemory]:
-    """The union of a dense search (memory, cosine) and a keyword search (memory, BM25 score, dense vector):
-    one entry per memory with both scores; the cosine of a keyword-only hit is computed from its vector."""
-    keyword = {memory.id: score for memory, score, _ in keyword_hits}
-    merged = [ScoredMemory(memory, cosine, keyword.get(memory.id, 0.0)) for memory, cosine in dense_hits]
-    seen = {memory.id for memory, _ in dense_hits}
-    extra = [(memory, score, vector) for memory, score, vector in keyword_hits if memory.id not in seen]
-    cosine_of = cosines(query, [vector for _, _, vector in extra])
-    merged += [ScoredMemory(m, cos, score) for (m, score, _), cos in zip(extra, cosine_of, strict=True)]
+    """The union of a dense search (memory, cosine, its term ids) and a keyword search (memory, BM25 score, dense
+    vector, term ids): one entry per memory with both scores; a keyword-only hit's cosine comes from its vector."""
+    keyword = {memory.id: score for memory, score, _, _ in keyword_hits}
+    merged = [
+        ScoredMemory(memory, cosine, keyword.get(memory.id, 0.0), tuple(terms)) for memory, cosine, terms in dense_hits
+    ]
+    seen = {memory.id for memory, _, _ in dense_hits}
+    extra = [hit for hit in keyword_hits if hit[0].id not in seen]
+    cosine_of = cosines(query, [vector for _, _, vector, _ in extra])
+    merged += [
+        ScoredMemory(m, cos, score, tuple(terms)) for (m, score, _, terms), cos in zip(extra, cosine_of, strict=True)
+    ]
     return merged

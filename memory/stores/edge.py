@@ -35,6 +35,7 @@ from memory.stores.common import (
     idf_corpus,
     merge_hybrid,
     prefetch_limit,
+    terms_of,
     unpack,
     visible_namespaces,
 )
@@ -297,12 +298,14 @@ class EdgeVectorStore:
             return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in points]
         keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
         depth = prefetch_limit(limit)
-        dense_request = qe.QueryRequest(limit=depth, query=dense, filter=query_filter, with_payload=True)
+        dense_request = qe.QueryRequest(
+            limit=depth, query=dense, filter=query_filter, with_vector=[SPARSE], with_payload=True
+        )
         keyword_request = qe.QueryRequest(
             limit=depth,
             query=keywords,
             filter=query_filter,
-            with_vector=[DENSE],
+            with_vector=[DENSE, SPARSE],
             with_payload=True,
             # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
             params=qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=idf_corpus(in_scope, namespaces)))),
@@ -312,8 +315,11 @@ class EdgeVectorStore:
         )
         return merge_hybrid(
             vector,
-            [(from_payload(p.id, p.payload or {}), float(p.score)) for p in dense_points],
-            [(from_payload(p.id, p.payload or {}), float(p.score), (p.vector or {})[DENSE]) for p in keyword_points],
+            [(from_payload(p.id, p.payload or {}), float(p.score), terms_of(p.vector)) for p in dense_points],
+            [
+                (from_payload(p.id, p.payload or {}), float(p.score), (p.vector or {})[DENSE], terms_of(p.vector))
+                for p in keyword_points
+            ],
         )
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:

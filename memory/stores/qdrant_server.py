@@ -42,6 +42,7 @@ from memory.stores.common import (
     idf_corpus,
     merge_hybrid,
     prefetch_limit,
+    terms_of,
     unpack,
     visible_namespaces,
 )
@@ -422,21 +423,30 @@ class QdrantServerStore:
                 filter=query_filter,
                 limit=depth,
                 with_payload=True,
-                with_vector=[DENSE],
+                with_vector=[DENSE, SPARSE],
                 params=params,
             ),
         ]
         if by_meaning:
             requests.append(
-                qm.QueryRequest(query=query, using=DENSE, filter=query_filter, limit=depth, with_payload=True)
+                qm.QueryRequest(
+                    query=query, using=DENSE, filter=query_filter, limit=depth, with_payload=True, with_vector=[SPARSE]
+                )
             )
         by_keyword, *nearest = await self._call(
             lambda: self._client.query_batch_points(self._collection, requests=requests)  # one round trip
         )
         return merge_hybrid(
             vector,
-            [(from_payload(p.id, p.payload or {}), float(p.score)) for r in nearest for p in r.points],
-            [(from_payload(p.id, p.payload or {}), float(p.score), _dense_of(p.vector)) for p in by_keyword.points],
+            [
+                (from_payload(p.id, p.payload or {}), float(p.score), terms_of(p.vector))
+                for r in nearest
+                for p in r.points
+            ],
+            [
+                (from_payload(p.id, p.payload or {}), float(p.score), _dense_of(p.vector), terms_of(p.vector))
+                for p in by_keyword.points
+            ],
         )
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:

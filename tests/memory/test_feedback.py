@@ -24,7 +24,8 @@ KEYWORDS = Bm25Encoder()
 
 
 def candidate(content: str, keyword: float, cosine: float = 0.5, at: int = 0) -> ScoredMemory:
-    return ScoredMemory(make_memory(content, tenant="t", at=START + timedelta(seconds=at)), cosine, keyword)
+    memory = make_memory(content, tenant="t", at=START + timedelta(seconds=at))
+    return ScoredMemory(memory, cosine, keyword, KEYWORDS.document(content).indices)
 
 
 def weights_of(vector: object) -> dict[int, float]:
@@ -39,7 +40,7 @@ def test_words_the_best_keyword_matches_share_and_the_other_candidates_lack_join
         *(candidate(f"Caroline went hiking with Mel, trip {i}", 0.0, at=3 + i) for i in range(6)),
     ]
 
-    expanded = feedback_query("What did Caroline research?", candidates, KEYWORDS, 0.2)
+    expanded = feedback_query(KEYWORDS.query("What did Caroline research?"), candidates, 0.2)
 
     assert expanded is not None
     weights = weights_of(expanded)
@@ -53,8 +54,8 @@ def test_words_the_best_keyword_matches_share_and_the_other_candidates_lack_join
 def test_without_keyword_matches_or_with_zero_weight_there_is_no_second_search() -> None:
     candidates = [candidate("nothing in common", 0.0), candidate("Caroline researched agencies", 2.0)]
 
-    assert feedback_query("anything", candidates[:1], KEYWORDS, 0.2) is None
-    assert feedback_query("What did Caroline research?", candidates, KEYWORDS, 0.0) is None
+    assert feedback_query(KEYWORDS.query("anything"), candidates[:1], 0.2) is None
+    assert feedback_query(KEYWORDS.query("What did Caroline research?"), candidates, 0.0) is None
 
 
 def test_the_feedback_search_decides_every_candidates_keyword_score() -> None:
