@@ -9,7 +9,7 @@ The similarity part is a relevance relative to the best candidate of the same re
    is lifted by `context` times the match's relevance, the memory before a match by a third of that, and every
    memory by `session` times the best relevance found in its session (itself included; a memory without a
    session is its own);
-3. the result is divided by the best, so the top candidate has similarity 1.
+3. the result is divided by the best, so the top candidate has similarity 1 (as do all, when none stands out).
 """
 
 from __future__ import annotations
@@ -97,4 +97,4 @@ def conversation_relevance(
         for i, memory in enumerate(memories):
             lifted[i] += session * best[(memory.namespace, memory.session_id or memory.id)]
     top = max(lifted, default=0.0)
-    return [value / top for value in lifted] if top > 0 else lifted
+    return [value / top for value in lifted] if top > 0 else [1.0] * len(lifted)  # none stands out: all equal

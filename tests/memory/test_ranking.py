@@ -88,6 +88,12 @@ def test_a_link_to_a_memory_outside_the_candidates_lifts_nothing() -> None:
     assert conversation_relevance([answer], [0.4], context=0.3, session=0.0) == pytest.approx([1.0])
 
 
+def test_when_no_candidate_stands_out_all_are_equally_relevant() -> None:
+    a, b = memory("a"), memory("b")
+
+    assert conversation_relevance([a, b], [0.0, 0.0], context=0.3, session=0.3) == [1.0, 1.0]
+
+
 @pytest.fixture
 def me(acme: str) -> NamespaceScope:
     return scope(acme, write=["user:1"])
