@@ -61,7 +61,8 @@ async def run_locomo(args: argparse.Namespace) -> int:
     header = (
         f"`hindsight eval locomo` on `{Path(args.data).name}`, {datetime.now(UTC):%Y-%m-%d}, commit {_commit()}, "
         f'embedder {settings.embedder}, default weights. Each turn is stored as "[session date] speaker: text" '
-        "at the turn's time; questions are asked a day after the conversation."
+        '(plus "[shared a photo: caption]" when it shared one) at the turn\'s time, in a session per LoCoMo '
+        "session; questions are asked a day after the conversation."
     )
     section = render(report, header)
     print(section)
