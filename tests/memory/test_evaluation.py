@@ -15,7 +15,7 @@ from memory.embedders import WordLlamaEmbedder
 from memory.evaluation import locomo
 from memory.evaluation.metrics import Bm25Baseline, Tally, ndcg_at, recall_at, reciprocal_rank
 from memory.evaluation.report import BEGIN, END, render, write_section
-from memory.evaluation.runner import evaluate
+from memory.evaluation.runner import EvalReport, evaluate
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tenancy import Principal, scope_for
@@ -80,20 +80,30 @@ def tiny_dataset() -> list[dict[str, object]]:
     return [{"sample_id": "tiny-1", "conversation": conversation, "qa": qa}]
 
 
-@pytest.mark.anyio
-async def test_a_tiny_conversation_is_evaluated_through_the_engine(tmp_path: Path, embedder: WordLlamaEmbedder) -> None:
+def load_one(tmp_path: Path, dataset: list[dict[str, object]]) -> locomo.Conversation:
     path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(tiny_dataset()))
+    path.write_text(json.dumps(dataset))
     [conversation] = locomo.load(path)
-    assert len(conversation.turns) == 5 and len(conversation.questions) == 3 and conversation.unresolved_evidence == 1
+    return conversation
+
+
+async def evaluated(tmp_path: Path, embedder: WordLlamaEmbedder, conversation: locomo.Conversation) -> EvalReport:
+    """The evaluation of one conversation through a fresh engine (its own store and clock)."""
     clock = ManualClock()
     store = EdgeVectorStore.open(tmp_path / "v", model_id=embedder.model_id, dimension=embedder.dimension)
     try:
         service = MemoryService(store, embedder, clock)
         admin = scope_for(Principal(subject="eval", tenant="eval", scopes=frozenset({"memory:admin"})))
-        report = await evaluate(service, admin, clock, [conversation])
+        return await evaluate(service, admin, clock, [conversation])
     finally:
         await store.close()
+
+
+@pytest.mark.anyio
+async def test_a_tiny_conversation_is_evaluated_through_the_engine(tmp_path: Path, embedder: WordLlamaEmbedder) -> None:
+    conversation = load_one(tmp_path, tiny_dataset())
+    assert len(conversation.turns) == 5 and len(conversation.questions) == 3 and conversation.unresolved_evidence == 1
+    report = await evaluated(tmp_path, embedder, conversation)
     assert (report.conversations, report.turns, report.questions, report.unresolved_evidence) == (1, 5, 3, 1)
     hindsight = report.systems["hindsight"].overall.means()
     assert hindsight["recall@10"] == pytest.approx(1.0)  # 5 turns, top 10: every evidence turn is returned
@@ -121,17 +131,7 @@ async def test_evidence_in_a_time_bound_turn_that_expired_before_the_question_is
     qa.append(
         {"question": "When was Ben's dentist appointment?", "answer": "4 March", "evidence": ["D1:4"], "category": 2}
     )
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(dataset))
-    [conversation] = locomo.load(path)
-    store = EdgeVectorStore.open(tmp_path / "v", model_id=embedder.model_id, dimension=embedder.dimension)
-    clock = ManualClock()
-    try:
-        service = MemoryService(store, embedder, clock)
-        admin = scope_for(Principal(subject="eval", tenant="eval", scopes=frozenset({"memory:admin"})))
-        report = await evaluate(service, admin, clock, [conversation])
-    finally:
-        await store.close()
+    report = await evaluated(tmp_path, embedder, load_one(tmp_path, dataset))
 
     assert report.evidence_expired == 1  # asked on 21 March: the appointment of 4 March has expired
     assert report.systems["hindsight"].by_category[2].means()["recall@10"] == 0.0
