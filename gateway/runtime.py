@@ -23,7 +23,7 @@ from memory.errors import BackendUnavailable, InvalidArgument
 from memory.llm import ChatClient, ChatConfig, ChatImportanceRater, ChatSummarizer
 from memory.pipeline import for_embedder
 from memory.ports import Embedder, ImportanceRater, VectorStore, WorkingMemoryStore
-from memory.scoring import ScoringWeights
+from memory.scoring import ScoringWeights, dense_share_for
 from memory.service import MemoryService
 from memory.sessions import SessionService
 from memory.stores.edge import EdgeVectorStore
@@ -58,14 +58,16 @@ def engine_limits(settings: Settings) -> EngineLimits:
     )
 
 
-def scoring_weights(settings: Settings) -> ScoringWeights:
+def scoring_weights(settings: Settings, model_id: str) -> ScoringWeights:
+    """The default recall weights from settings; an unset dense share is the one calibrated for the embedder."""
+    dense_share = settings.weight_dense_share
     return ScoringWeights(
         similarity=settings.weight_similarity,
         recency=settings.weight_recency,
         importance=settings.weight_importance,
         access_frequency=settings.weight_access_frequency,
         recency_decay_per_hour=settings.recency_decay_per_hour,
-        dense_share=settings.weight_dense_share,
+        dense_share=dense_share_for(model_id) if dense_share is None else dense_share,
         context=settings.weight_context,
         session=settings.weight_session,
         feedback=settings.weight_feedback,
@@ -211,7 +213,7 @@ async def open_runtime(
         if tracer is not None:
             rater = traced(rater, "llm", tracer, **{"gen_ai.request.model": chat.config.model})
     pipeline = for_embedder(embedder.model_id, importance_llm_timeout_seconds=settings.llm_importance_timeout_seconds)
-    weights = scoring_weights(settings)
+    weights = scoring_weights(settings, embedder.model_id)
     memories = MemoryService(
         store,
         embedder,

