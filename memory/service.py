@@ -2,11 +2,12 @@
 
 Write: validate, skip exact repeats, then the write pipeline of DESIGN §4 (`memory.pipeline`): density filter,
 expiry of time-bound facts, importance (rules, or an optional LLM within a deadline), conflict detection (update a
-near-duplicate in place or supersede contradicted memories), then embed (dense + BM25 sparse) and store, with
-linked copies for `share_to` and provenance.
-Recall: one scoped hybrid search (dense + keyword candidates) over every target namespace, fused into a relevance
-lifted by conversation context (`memory.ranking`), then the multi-signal rescoring with the tenant's weights, one
-hit per origin, a token budget, and access counts bumped off the request path.
+near-duplicate in place or supersede contradicted memories), then embed (dense, a dialogue turn in the context of
+the turn before it; BM25 sparse) and store, with linked copies for `share_to` and provenance.
+Recall: one scoped hybrid search (dense + keyword candidates) over every target namespace, a keyword-only search
+with pseudo-relevance feedback (`memory.feedback`), the scores fused into a relevance lifted by conversation
+context (`memory.ranking`), then the multi-signal rescoring with the tenant's weights (`memory.recall`), one hit
+per origin, a token budget, and access counts bumped off the request path.
 """
 
 from __future__ import annotations
