@@ -71,6 +71,9 @@ def scoring_weights(settings: Settings, model_id: str) -> ScoringWeights:
         context=settings.weight_context,
         session=settings.weight_session,
         feedback=settings.weight_feedback,
+        speaker=settings.weight_speaker,
+        when=settings.weight_when,
+        question=settings.weight_question,
     )
 
 

@@ -1,27 +1,33 @@
 """Recall ranking helpers: the similarity part of the recall score, which candidates a recall keeps and in what
 order.
 
-The similarity part is a relevance relative to the best candidate of the same recall, in three steps:
+The similarity part is a relevance relative to the best candidate of the same recall, in four steps:
 1. hybrid relevance: the dense cosine, min-max scaled over the candidates, and the BM25 score over the best BM25
    score, mixed by `dense_share` (a convex mix of calibrated scores: unlike reciprocal-rank fusion it lets the
    stronger signal of a query decide, and on LoCoMo it beat both halves where rank fusion fell below BM25 alone);
-2. conversation context: a memory that follows a matching one in its session (the answer to a matching question)
-   is lifted by `context` times the match's relevance, the memory before a match by a third of that, and every
-   memory by `session` times the best relevance found in its session (itself included; a memory without a
-   session is its own);
-3. the result is divided by the best, so the top candidate has similarity 1 (as do all, when none stands out).
+2. cues (`memory.cues`): a memory spoken by someone the query names is multiplied by 1 + `speaker`, and one
+   that says when something happened by 1 + `when` if the query asks when;
+3. conversation context: a memory that follows a matching one in its session (the answer to a matching question)
+   is lifted by `context` times the match's relevance (twice that when the match asks a question), the memory
+   before a match by a third of that, and every memory by `session` times the best relevance found in its
+   session (itself included; a memory without a session is its own); then a memory that ends in a question
+   (it asks more than it tells) is lowered by the share `question`;
+4. the result is divided by the best, so the top candidate has similarity 1 (as do all, when none stands out).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memory.cues import QueryCues, turn_cues
 from memory.models import Memory, RecallHit
 from memory.ports import RecallFilter, ScoredMemory
 from memory.scoring import estimate_tokens
 
 # Cosines closer together than this are not stretched apart by the min-max scaling of the hybrid relevance.
 MIN_COSINE_SPREAD = 0.1
+# A match that asks a question lifts the turn after it (its answer) this many times the usual context lift.
+QUESTION_CONTEXT_FACTOR = 2.0
 
 
 def select_hits(hits: list[RecallHit], top_k: int, token_budget: int | None) -> list[RecallHit]:
@@ -78,16 +84,32 @@ def hybrid_relevance(candidates: Sequence[ScoredMemory], dense_share: float) -> 
     ]
 
 
-def conversation_relevance(
-    memories: Sequence[Memory], relevance: Sequence[float], context: float, session: float
+def cue_relevance(
+    query: QueryCues, memories: Sequence[Memory], relevance: Sequence[float], *, speaker: float, when: float
 ) -> list[float]:
-    """Steps 2 and 3 (see the module docstring): lifted by conversation context, divided by the best."""
+    """Step 2 (see the module docstring): the speaker the query names and the time a "when" query asks for."""
+    lifted = []
+    for memory, value in zip(memories, relevance, strict=True):
+        cues = turn_cues(memory.content)
+        if cues.speaker is not None and query.names(cues.speaker):
+            value *= 1 + speaker
+        if query.asks_when and cues.states_time:
+            value *= 1 + when
+        lifted.append(value)
+    return lifted
+
+
+def conversation_relevance(
+    memories: Sequence[Memory], relevance: Sequence[float], *, context: float, session: float, question: float = 0.0
+) -> list[float]:
+    """Steps 3 and 4 (see the module docstring): lifted by conversation context, divided by the best."""
     position = {m.id: i for i, m in enumerate(memories)}
     lifted = list(relevance)
     for i, memory in enumerate(memories):
         before = position.get(memory.follows) if memory.follows is not None else None
         if before is not None:
-            lifted[i] += context * relevance[before]
+            lift = context * (QUESTION_CONTEXT_FACTOR if turn_cues(memories[before].content).asks else 1.0)
+            lifted[i] += lift * relevance[before]
             lifted[before] += context / 3 * relevance[i]
     if session:
         best: dict[tuple[str, str], float] = {}
@@ -96,5 +118,9 @@ def conversation_relevance(
             best[key] = max(best.get(key, 0.0), value)
         for i, memory in enumerate(memories):
             lifted[i] += session * best[(memory.namespace, memory.session_id or memory.id)]
+    if question:
+        for i, memory in enumerate(memories):
+            if turn_cues(memory.content).ends_asking:
+                lifted[i] *= 1 - question
     top = max(lifted, default=0.0)
     return [value / top for value in lifted] if top > 0 else [1.0] * len(lifted)  # none stands out: all equal

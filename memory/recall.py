@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from memory.cues import QueryCues
 from memory.errors import InvalidArgument
 from memory.models import Memory, RecallHit
 from memory.ports import RecallFilter, ScoredMemory, VectorStore
-from memory.ranking import conversation_relevance, hybrid_relevance, passes_filter
+from memory.ranking import conversation_relevance, cue_relevance, hybrid_relevance, passes_filter
 from memory.requests import RecallRequest
 from memory.scope import NamespaceScope
 from memory.scoring import ScoringWeights, score
@@ -48,14 +49,15 @@ async def scored_hits(
     namespaces: tuple[str, ...],
     flt: RecallFilter,
     weights: ScoringWeights,
+    query: QueryCues,
 ) -> list[RecallHit]:
     """Every candidate as a scored hit, best first: relevance from `memory.ranking`, a superseded candidate
     replaced by its live successor (unless the filter includes superseded ones), each memory once."""
+    memories = [c.memory for c in candidates]
+    relevance = hybrid_relevance(candidates, weights.dense_share)
+    relevance = cue_relevance(query, memories, relevance, speaker=weights.speaker, when=weights.when)
     relevance = conversation_relevance(
-        [c.memory for c in candidates],
-        hybrid_relevance(candidates, weights.dense_share),
-        weights.context,
-        weights.session,
+        memories, relevance, context=weights.context, session=weights.session, question=weights.question
     )
     hits: list[RecallHit] = []
     seen: set[str] = set()

@@ -28,18 +28,25 @@ class ScoringWeights:
     session: float = 0.3
     # weight of the words pseudo-relevance feedback adds to the keyword query (memory.feedback); 0: one search
     feedback: float = 0.2
+    # cues (memory.cues, memory.ranking): a memory spoken by someone the query names is lifted by `speaker`, one
+    # that says when by `when` if the query asks when; one that ends in a question is lowered by `question`
+    speaker: float = 0.4
+    when: float = 0.2
+    question: float = 0.15
 
     def __post_init__(self) -> None:
         weights = (self.similarity, self.recency, self.importance, self.access_frequency)
-        lifts = (self.dense_share, self.context, self.session, self.feedback)
+        lifts = (self.dense_share, self.context, self.session, self.feedback, self.speaker, self.when, self.question)
         if not all(math.isfinite(w) for w in (*weights, *lifts, self.recency_decay_per_hour)):
             raise InvalidArgument("scoring weights and the recency decay must be finite numbers")
         if any(w < 0 for w in weights) or sum(weights) <= 0:
             raise InvalidArgument("scoring weights must be non-negative and not all zero")
         if self.recency_decay_per_hour < 0 or self.access_saturation < 1:
             raise InvalidArgument("recency decay must be >= 0 and access saturation >= 1")
-        if not 0 <= self.dense_share <= 1 or self.context < 0 or self.session < 0 or not 0 <= self.feedback <= 1:
-            raise InvalidArgument("dense_share and feedback must lie in [0, 1]; context and session lifts >= 0")
+        if not all(0 <= share <= 1 for share in (self.dense_share, self.feedback, self.question)):
+            raise InvalidArgument("dense_share, feedback and question must lie in [0, 1]")
+        if min(self.context, self.session, self.speaker, self.when) < 0:
+            raise InvalidArgument("the context, session, speaker and when lifts must be >= 0")
 
 
 DEFAULT_DENSE_SHARE = ScoringWeights().dense_share

@@ -21,6 +21,7 @@ import anyio
 
 from memory.access import AccessRecorder
 from memory.clock import Clock
+from memory.cues import query_cues
 from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
@@ -188,6 +189,10 @@ class MemoryService:
         # stored: the turn in its conversation; conflicts are looked up by what this memory says on its own
         vector = turns.in_context(own, context[0], settings.turn_context_weight) if context else own
         sparse = self.keywords.document(content)
+        keyword_context = turns.dialogue_context(content, before, settings.turn_context_keyword_weight)
+        if keyword_context is not None:
+            previous_terms = self.keywords.document(keyword_context)
+            sparse = turns.keywords_in_context(sparse, previous_terms, settings.turn_context_keyword_weight)
 
         # 4. conflicts with what the namespace already holds
         decision = conflict.ConflictDecision()
@@ -333,7 +338,7 @@ class MemoryService:
         if expanded is not None:
             second = await self.store.search(scope, namespaces, vector, limit, wide, expanded, by_meaning=False)
             candidates = with_feedback(candidates, second)
-        hits = await scored_hits(self.store, scope, candidates, namespaces, flt, weights)
+        hits = await scored_hits(self.store, scope, candidates, namespaces, flt, weights, query_cues(query))
         chosen = select_hits(hits, top_k, request.token_budget)
         await self.access.record(scope, [h.memory.id for h in chosen])
         shown = await without_foreign_origins(self.store, scope, [h.memory for h in chosen])

@@ -37,6 +37,9 @@ class ScoringOverrides(BaseModel):
     context: float | None = Field(None, ge=0)
     session: float | None = Field(None, ge=0)
     feedback: float | None = Field(None, ge=0, le=1)
+    speaker: float | None = Field(None, ge=0)
+    when: float | None = Field(None, ge=0)
+    question: float | None = Field(None, ge=0, le=1)
 
 
 class Settings(BaseSettings):
@@ -147,6 +150,11 @@ class Settings(BaseSettings):
     weight_session: float = Field(0.3, ge=0, description="How much a session's best match lifts its other memories.")
     weight_feedback: float = Field(
         0.2, ge=0, le=1, description="Weight of the words pseudo-relevance feedback adds to the keyword query (0: off)."
+    )
+    weight_speaker: float = Field(0.4, ge=0, description="Lift of a memory spoken by someone the query names.")
+    weight_when: float = Field(0.2, ge=0, description="Lift of a memory that says when, for a query that asks when.")
+    weight_question: float = Field(
+        0.15, ge=0, le=1, description="Share by which a memory that ends in a question is lowered."
     )
     scoring_tenants: dict[str, ScoringOverrides] = Field(
         default_factory=dict, description='Per-tenant recall weights, JSON: {"acme": {"recency": 0.3}}'

@@ -7,9 +7,13 @@ in the time zone of the turn's own time (`occurred_at`, else now in UTC); a week
 following week, "this Friday", "on Friday" and "周五" the coming one (today included).
 
 Conservative by design, since an expiry hides a memory for good: days in the past ("yesterday", "last week",
-a date already gone) set nothing; "today"/"tonight" set nothing when the sentence is in the past tense ("I went
-to the gym today"); recurring or permanent dates ("every Monday", "born on May 5", "生日") set nothing. Of
-several time-bound phrases, the latest day wins. An explicit `ttl_seconds` always wins over the text.
+a date already gone) set nothing; a phrase that can name the current or a past day ("today", "this week",
+"this weekend", "on Friday", a date) sets nothing when its own sentence is in the past tense ("I went to the
+gym today", "I won the tournament on Friday", "this week has been busy") or conditional or ongoing ("I would
+get one today if I could", "it is still part of my work today"), while phrases that can only look ahead
+("tomorrow", "next month", "in 3 days") keep theirs ("they said they'd come again next month"); recurring or
+permanent dates ("every Monday", "born on May 5", "生日") set nothing. Of several time-bound phrases, the
+latest day wins. An explicit `ttl_seconds` always wins over the text.
 """
 
 from __future__ import annotations
@@ -73,10 +77,14 @@ _ZH_NUM = r"\d{1,3}|[一二两三四五六七八九十]{1,3}"
 
 # Past tense or recurring/permanent dates: no expiry (see the module docstring).
 _PAST = re.compile(
-    r"\b(?:was|were|did|had|went|got|came|made|took|saw|met|ate|bought|said|told|gave|found|left|felt|"
+    r"\b(?:was|were|did|had|been|went|got|came|made|took|saw|met|ate|bought|said|told|gave|found|left|felt|won|"
+    r"lost|ran|began|brought|caught|thought|wrote|spoke|drove|flew|sent|spent|built|kept|held|heard|paid|sold|"
     r"yesterday|ago|earlier|already|\w{2,}[^e\W]ed)\b|了|过|昨天|前天|已经|刚才|刚刚",
     re.IGNORECASE,
 )
+# Conditional or ongoing statements ("I would get one today if I could", "it's still part of my life today"):
+# a phrase that can name the current day does not make them time-bound.
+_NOT_A_PLAN = re.compile(r"\b(?:if|would|could|wish|still|nowadays)\b|如果|要是|还是|仍然|依然", re.IGNORECASE)
 _NOT_A_DEADLINE = re.compile(
     r"\b(?:born|birthday|anniversary|every|each|since|weekly|daily|annually|monthly)\b|每|生日|纪念日|出生|以来|自从",
     re.IGNORECASE,
@@ -234,17 +242,31 @@ _RULES: list[Rule] = [
     ),
 ]
 _RULES = [(name, re.compile(pattern.pattern, re.IGNORECASE), fn) for name, pattern, fn in _RULES]
+# Rules whose phrase can only name a day to come; the others ("this week", "on Friday", "today", a date) can
+# also name the current or a past one, which the tense of their sentence decides.
+_AHEAD_ONLY = frozenset(
+    {"day_after_tomorrow", "tomorrow", "in_three_days", "in_two_days", "next_weekday", "next_weekend", "next_week"}
+    | {"next_month", "in_days", "in_hours"}
+)
+_SENTENCE_END = re.compile(r"[.!?;。！？；]+(?:\s+|$)|\n")
 _SAME_DAY = re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b|今[天日晚早夜]", re.IGNORECASE)
 
 
-def _candidates(text: str, today: date) -> Iterator[tuple[str, str, date]]:
+def _candidates(text: str, today: date) -> Iterator[tuple[str, re.Match[str], date]]:
     for name, pattern, resolve in _RULES:
         for match in pattern.finditer(text):
             day = resolve(match, today)
             if day is not None:
-                yield name, match.group(0), day
+                yield name, match, day
     for match in _SAME_DAY.finditer(text):
-        yield "today", match.group(0), today
+        yield "today", match, today
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence of `text` that holds the span [start, end)."""
+    left = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
+    after = _SENTENCE_END.search(text, end)
+    return text[left : after.start() if after else len(text)]
 
 
 def find_expiry(content: str, reference: datetime) -> TimeBound | None:
@@ -253,11 +275,13 @@ def find_expiry(content: str, reference: datetime) -> TimeBound | None:
     if _NOT_A_DEADLINE.search(text):
         return None
     today = reference.date()
-    past_tense = _PAST.search(text) is not None
     best: TimeBound | None = None
-    for rule, phrase, day in _candidates(text, today):
-        if day < today or (day == today and past_tense):
+    for rule, match, day in _candidates(text, today):
+        if day < today:
             continue
+        sentence = _sentence_around(text, match.start(), match.end())
+        if rule not in _AHEAD_ONLY and (_PAST.search(sentence) or _NOT_A_PLAN.search(sentence)):
+            continue  # "I went to the gym today", "we won on Friday": the day is this one or already gone
         if best is None or day > best.day:
-            best = TimeBound(_end_of(day, reference), day, phrase, rule)
+            best = TimeBound(_end_of(day, reference), day, match.group(0), rule)
     return best

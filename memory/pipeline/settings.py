@@ -37,6 +37,8 @@ class PipelineSettings:
     # a dialogue turn written after another in its session is stored with its vector mixed with that turn's
     # (memory.pipeline.turns); 0 stores every memory with its own vector only
     turn_context_weight: float = 0.3
+    # ...and its keyword vector gets the previous turn's terms at this weight (0: its own terms only)
+    turn_context_keyword_weight: float = 0.15
 
     def __post_init__(self) -> None:
         for name in (
@@ -52,8 +54,9 @@ class PipelineSettings:
             raise InvalidArgument("conflict_candidates must be at least 1")
         if not self.importance_llm_timeout_seconds > 0:
             raise InvalidArgument("importance_llm_timeout_seconds must be positive")
-        if not 0.0 <= self.turn_context_weight <= 10.0:
-            raise InvalidArgument("turn_context_weight must be from 0 to 10")
+        for name in ("turn_context_weight", "turn_context_keyword_weight"):
+            if not 0.0 <= getattr(self, name) <= 10.0:
+                raise InvalidArgument(f"{name} must be from 0 to 10")
         if self.time_bound_grace_days < 0:
             raise InvalidArgument("time_bound_grace_days must not be negative")
 

@@ -18,7 +18,10 @@ _WORD = re.compile(r"[^\W_]+")
 _JOINED = re.compile(r"[^\W_]+(?:[-_./:#][^\W_]+)+")
 # "Speaker: text" (record_turn writes "user: ...", imports write "Caroline: ..."): a short name, then a colon,
 # possibly after a bracketed date ("[8 May, 2023] Caroline: ...").
-_SPEAKER = re.compile(r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?([A-Za-z][\w .'-]{0,39}|[" + _CJK + r"]{1,8})\s*[:：]\s+(?=\S)")
+# A full-width colon needs no space after it ("小明：我明天去").
+_SPEAKER = re.compile(
+    r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?([A-Za-z][\w .'-]{0,39}|[" + _CJK + r"]{1,8})\s*(?::\s+|：\s*)(?=\S)"
+)
 
 _STOPWORD_TEXT = """
     a about above after again against all am an and any are aren't as at be because been before being below

@@ -33,6 +33,7 @@ def test_mixed_chinese_and_english_text_is_tokenised_per_script() -> None:
 def test_a_speaker_label_is_split_off_only_when_it_looks_like_one() -> None:
     assert split_speaker("Caroline: I moved to Paris") == ("caroline", "I moved to Paris")
     assert split_speaker("用户： 我住在北京") == ("用户", "我住在北京")
+    assert split_speaker("小明：我明天去北京") == ("小明", "我明天去北京")  # no space needed after a full-width colon
     assert split_speaker("See https://example.com") == (None, "See https://example.com")
 
 

@@ -90,6 +90,38 @@ def test_past_recurring_and_timeless_statements_get_no_expiry(content: str) -> N
     assert find_expiry(content, MONDAY) is None
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Guess what I did this week? I applied to adoption agencies!",
+        "I won my fourth tournament on Friday!",
+        "This week has been swamped with exams for me",
+        "I would get two turtles today if I could!",
+        "It's still a part of my writing today.",
+        "这周我已经交了报告",
+    ],
+)
+def test_a_day_that_may_be_today_or_past_sets_nothing_in_a_past_conditional_or_ongoing_sentence(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "expires"),
+    [
+        ("6 of them said they'd want to do it again next month!", end_of(2026, 6, 30)),
+        ("I went to the store. I have a meeting today.", end_of(2026, 5, 4)),
+        ("We talked about it yesterday; the review is on Friday", end_of(2026, 5, 8)),
+    ],
+)
+def test_the_tense_that_counts_is_the_phrases_own_sentence_and_future_only_phrases_ignore_it(
+    content: str, expires: datetime
+) -> None:
+    bound = find_expiry(content, MONDAY)
+
+    assert bound is not None
+    assert bound.expires_at == expires
+
+
 def test_of_several_days_the_latest_wins_and_the_rule_and_phrase_are_reported() -> None:
     bound = find_expiry("Pack tonight, the flight is the day after tomorrow", MONDAY)
 

@@ -1,4 +1,4 @@
-"""Dialogue turns in context: which writes are embedded with the turn before them, and how the vectors mix."""
+"""Dialogue turns in context: which writes are stored with the turn before them, and how their vectors mix."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from memory.pipeline.turns import dialogue_context, in_context
+from memory.pipeline.turns import dialogue_context, in_context, keywords_in_context
+from memory.ports import SparseVector
 
 
 @pytest.mark.parametrize(
@@ -34,3 +35,10 @@ def test_the_mix_is_the_normalised_weighted_sum() -> None:
 
     assert mixed == pytest.approx([1 / math.sqrt(1.25), 0.5 / math.sqrt(1.25)])
     assert in_context([0.0, 0.0], [0.0, 0.0], 0.5) == [0.0, 0.0]
+
+
+def test_the_keyword_vector_gets_the_previous_turns_terms_at_their_weight_and_shared_terms_add_up() -> None:
+    own = SparseVector((1, 5), (2.0, 1.0))
+    previous = SparseVector((5, 9), (1.0, 4.0))
+
+    assert keywords_in_context(own, previous, 0.25) == SparseVector((1, 5, 9), (2.0, 1.25, 1.0))

@@ -1,5 +1,6 @@
-"""Recall ranking: the hybrid relevance (cosine and BM25 mixed after scaling), the lift by conversation context
-(the turn after a match, the turn before it, the match's session), and per-tenant weights."""
+"""Recall ranking: the hybrid relevance (cosine and BM25 mixed after scaling), the cues (the speaker a query
+names, a time for a "when" query, a turn that only asks), the lift by conversation context (the turn after a
+match, the turn before it, the match's session), and per-tenant weights."""
 
 from __future__ import annotations
 
@@ -8,11 +9,18 @@ from datetime import timedelta
 import pytest
 
 from memory.clock import ManualClock
+from memory.cues import query_cues
 from memory.embedders import WordLlamaEmbedder
 from memory.models import Memory, RecallHit
 from memory.pipeline import for_embedder
 from memory.ports import RecallFilter, ScoredMemory
-from memory.ranking import MIN_COSINE_SPREAD, conversation_relevance, hybrid_relevance
+from memory.ranking import (
+    MIN_COSINE_SPREAD,
+    QUESTION_CONTEXT_FACTOR,
+    conversation_relevance,
+    cue_relevance,
+    hybrid_relevance,
+)
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.scoring import ScoringWeights
@@ -67,6 +75,54 @@ def test_a_turn_after_a_match_is_lifted_by_the_context_weight_and_the_turn_befor
 
     raw = [1.0 + 0.1 * 0.2, 0.2 + 0.3 * 1.0, 0.5]
     assert lifted == pytest.approx([r / max(raw) for r in raw])
+
+
+def test_a_matching_question_lifts_its_answer_twice_as_much_as_a_matching_statement_lifts_the_turn_after_it() -> None:
+    question = memory("Caroline: Which team did you sign with?", session="s", at=0)
+    answer = memory("John: The Minnesota Wolves!", session="s", follows=question, at=1)
+    statement = memory("Tim: I signed with a new team.", session="t", at=2)
+    reply = memory("John: Congrats, man", session="t", follows=statement, at=3)
+
+    lifted = conversation_relevance([question, answer, statement, reply], [1.0, 0.0, 1.0, 0.0], context=0.3, session=0)
+
+    assert lifted[1] == pytest.approx(QUESTION_CONTEXT_FACTOR * lifted[3])
+    assert lifted[3] == pytest.approx(0.3 / (1 + 0.1 * 0.0))
+
+
+def test_a_turn_that_ends_in_a_question_is_lowered_by_the_question_share_after_the_lifts() -> None:
+    asking = memory("Caroline: Do you have any pets?")
+    telling = memory("Melanie: We have a cat called Bailey")
+    mixed = memory("Melanie: Where were you? We looked everywhere.")  # asks, but ends telling
+
+    lifted = conversation_relevance([asking, telling, mixed], [1.0, 1.0, 1.0], context=0.0, session=0, question=0.2)
+
+    assert lifted == pytest.approx([0.8, 1.0, 1.0])
+
+
+def test_a_memory_spoken_by_the_person_the_query_names_is_lifted_by_the_speaker_weight() -> None:
+    hers = memory("Melanie: We got another cat")
+    his = memory("Caroline: My cat is called Oscar")
+    plain = memory("Cats need a vet visit every year")
+
+    lifted = cue_relevance(
+        query_cues("What pets does Melanie have?"), [hers, his, plain], [0.5, 0.5, 0.5], speaker=0.4, when=0.2
+    )
+
+    assert lifted == pytest.approx([0.7, 0.5, 0.5])
+
+
+def test_a_memory_that_says_when_is_lifted_only_for_a_query_that_asks_when() -> None:
+    dated = memory("Caroline: I went to the support group yesterday")
+    undated = memory("Caroline: The support group was great")
+    memories, relevance = [dated, undated], [0.5, 0.5]
+
+    asks_when = cue_relevance(
+        query_cues("When did Caroline go to the group?"), memories, relevance, speaker=0.0, when=0.2
+    )
+    asks_what = cue_relevance(query_cues("What did Caroline think?"), memories, relevance, speaker=0.0, when=0.2)
+
+    assert asks_when == pytest.approx([0.6, 0.5])
+    assert asks_what == pytest.approx([0.5, 0.5])
 
 
 def test_a_sessions_best_match_lifts_its_other_memories_and_a_memory_without_session_lifts_only_itself() -> None:
@@ -143,7 +199,8 @@ async def top_two(service: MemoryService, me: NamespaceScope) -> list[str]:
 async def test_the_answer_to_a_matching_question_is_lifted_into_the_results_at_recall(
     store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
 ) -> None:
-    own_vectors = for_embedder(embedder.model_id, turn_context_weight=0.0)  # only the recall-time lift acts
+    # only the recall-time lift acts: each turn is stored with its own vectors
+    own_vectors = for_embedder(embedder.model_id, turn_context_weight=0.0, turn_context_keyword_weight=0.0)
     service = MemoryService(store, embedder, clock, pipeline=own_vectors)
     await conversation_then_fillers(service, me, clock)
     no_lift = ScoringWeights(context=0.0, session=0.0)
@@ -195,3 +252,21 @@ async def test_each_tenant_is_ranked_with_its_own_weights(
     query = RecallRequest(query="What does the user drink in the morning?", top_k=2)
     assert first(await service.recall(scope(acme, write=["user:1"]), query)).startswith("The user drinks")
     assert first(await service.recall(scope(globex, write=["user:1"]), query)) == "Parking is on level 2"
+
+
+async def test_through_recall_the_named_speakers_memory_gains_the_speaker_lift_and_a_memory_about_them_does_not(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    about_her = "Caroline: Melanie told me the camping trip was amazing, the kids loved the camping trip"
+    by_her = "Melanie: We went camping and saw the meteor shower"
+    service = MemoryService(store, embedder, clock)
+    for turn in (about_her, by_her):
+        await service.write(me, WriteRequest(subject="agent-1", content=turn, importance=0.5))
+        clock.advance(1)
+    query = RecallRequest(query="What did Melanie say about the camping trip?", top_k=2)
+
+    plain = await MemoryService(store, embedder, clock, weights=ScoringWeights(speaker=0.0)).recall(me, query)
+    cued = await MemoryService(store, embedder, clock, weights=ScoringWeights(speaker=0.4)).recall(me, query)
+
+    assert [h.memory.content for h in plain] == [about_her, by_her]
+    assert [h.scores.similarity for h in cued] == pytest.approx([1.0, 1.4 * plain[1].scores.similarity])

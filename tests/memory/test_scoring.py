@@ -22,7 +22,15 @@ def test_the_default_weights_let_relevance_lead_and_keep_every_signal_of_the_des
 
 @pytest.mark.parametrize(
     "bad",
-    [{"dense_share": 1.5}, {"dense_share": -0.1}, {"context": -1.0}, {"session": math.nan}],
+    [
+        {"dense_share": 1.5},
+        {"dense_share": -0.1},
+        {"context": -1.0},
+        {"session": math.nan},
+        {"speaker": -0.1},
+        {"when": math.inf},
+        {"question": 1.2},
+    ],
 )
 def test_relevance_weights_out_of_range_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(InvalidArgument):

@@ -67,14 +67,15 @@ def test_per_tenant_recall_weights_come_from_json_and_override_only_what_they_na
 ) -> None:
     from gateway.runtime import scoring_weights, tenant_scoring_weights
 
-    monkeypatch.setenv("HINDSIGHT_SCORING_TENANTS", '{"acme": {"recency": 0.4, "session": 0}}')
+    monkeypatch.setenv("HINDSIGHT_SCORING_TENANTS", '{"acme": {"recency": 0.4, "session": 0, "speaker": 0}}')
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     defaults = scoring_weights(settings, "wordllama-l2-supercat-256")
 
     acme = tenant_scoring_weights(settings, defaults)["acme"]
 
-    assert (acme.recency, acme.session) == (0.4, 0.0)
+    assert (acme.recency, acme.session, acme.speaker) == (0.4, 0.0, 0.0)
     assert (acme.similarity, acme.context, acme.dense_share) == (defaults.similarity, defaults.context, 0.3)
+    assert (acme.when, acme.question) == (defaults.when, defaults.question)
 
 
 def test_the_settings_recall_weights_default_to_the_engines() -> None:

@@ -1,0 +1,74 @@
+"""Recall cues read from text: who a query names and whether it asks when; who spoke a memory, whether it asks
+a question and whether it says when (English and Chinese)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.cues import query_cues, turn_cues
+
+
+@pytest.mark.parametrize(
+    ("query", "speaker", "named"),
+    [
+        ("What pets does Melanie have?", "melanie", True),
+        ("What pets does Melanie have?", "caroline", False),
+        ("Did Melanie's daughter like it?", "melanie", True),  # a possessive still names her
+        ("Who is Melanies friend?", "melanie", False),  # a whole word, not a prefix
+        ("小明什么时候去北京？", "小明", True),  # CJK names are found inside the text
+        ("小红什么时候去北京？", "小明", False),
+    ],
+)
+def test_a_query_names_a_speaker_by_a_whole_word_or_inside_cjk_text(query: str, speaker: str, named: bool) -> None:
+    assert query_cues(query).names(speaker) is named
+
+
+@pytest.mark.parametrize(
+    ("query", "asks_when"),
+    [
+        ("When did Caroline go to the support group?", True),
+        ("What year did John move to Seattle?", True),
+        ("How long ago was the trip?", True),
+        ("小明什么时候去北京？", True),
+        ("他哪天回来？", True),
+        ("What did Caroline research?", False),
+        ("小明喜欢什么？", False),
+    ],
+)
+def test_a_query_asks_when_by_its_question_words(query: str, asks_when: bool) -> None:
+    assert query_cues(query).asks_when is asks_when
+
+
+@pytest.mark.parametrize(
+    ("content", "speaker", "asks", "ends_asking"),
+    [
+        ("[8 May 2023] Caroline: I went to a support group. Have you been?", "caroline", True, True),
+        ("Melanie: Where did you go? We stayed home all day.", "melanie", True, False),
+        ("Melanie: We got another cat [shared a photo: a cat on a bed]", "melanie", False, False),
+        ("小明：你什么时候去北京？", "小明", True, True),
+        ("The user prefers short answers", None, False, False),
+    ],
+)
+def test_a_turn_tells_its_speaker_and_whether_it_asks_or_ends_asking(
+    content: str, speaker: str | None, asks: bool, ends_asking: bool
+) -> None:
+    cues = turn_cues(content)
+
+    assert (cues.speaker, cues.asks, cues.ends_asking) == (speaker, asks, ends_asking)
+
+
+@pytest.mark.parametrize(
+    ("content", "states_time"),
+    [
+        ("Caroline: I went to the LGBTQ support group yesterday", True),
+        ("Jon: We opened the studio last week", True),
+        ("Tim: Back in 2019 I lived in London", True),
+        ("Nate: The tournament is on Friday", True),
+        ("小明：我上周去了北京", True),
+        ("小明：5月3号搬家", True),
+        ("[17 July 2023] Caroline: I painted this after a visit to the center", False),  # the prefix is no cue
+        ("小明：我喜欢猫", False),
+    ],
+)
+def test_a_turn_states_a_time_by_what_it_says_not_by_its_date_prefix(content: str, states_time: bool) -> None:
+    assert turn_cues(content).states_time is states_time
