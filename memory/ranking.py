@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.cues import QueryCues, turn_cues
+from memory.cues import QueryCues, asks, ends_asking, speaker_of, states_time
 from memory.models import Memory, RecallHit
 from memory.ports import RecallFilter, ScoredMemory
 from memory.scoring import estimate_tokens
@@ -90,10 +90,10 @@ def cue_relevance(
     """Step 2 (see the module docstring): the speaker the query names and the time a "when" query asks for."""
     lifted = []
     for memory, value in zip(memories, relevance, strict=True):
-        cues = turn_cues(memory.content)
-        if cues.speaker is not None and query.names(cues.speaker):
+        who = speaker_of(memory.content) if speaker else None
+        if who is not None and query.names(who):
             value *= 1 + speaker
-        if query.asks_when and cues.states_time:
+        if when and query.asks_when and states_time(memory.content):
             value *= 1 + when
         lifted.append(value)
     return lifted
@@ -108,7 +108,7 @@ def conversation_relevance(
     for i, memory in enumerate(memories):
         before = position.get(memory.follows) if memory.follows is not None else None
         if before is not None:
-            lift = context * (QUESTION_CONTEXT_FACTOR if turn_cues(memories[before].content).asks else 1.0)
+            lift = context * (QUESTION_CONTEXT_FACTOR if asks(memories[before].content) else 1.0)
             lifted[i] += lift * relevance[before]
             lifted[before] += context / 3 * relevance[i]
     if session:
@@ -120,7 +120,7 @@ def conversation_relevance(
             lifted[i] += session * best[(memory.namespace, memory.session_id or memory.id)]
     if question:
         for i, memory in enumerate(memories):
-            if turn_cues(memory.content).ends_asking:
+            if ends_asking(memory.content):
                 lifted[i] *= 1 - question
     top = max(lifted, default=0.0)
     return [value / top for value in lifted] if top > 0 else [1.0] * len(lifted)  # none stands out: all equal

@@ -3,10 +3,12 @@
 Write: validate, skip exact repeats, then the write pipeline of DESIGN §4 (`memory.pipeline`): density filter,
 expiry of time-bound facts, importance (rules, or an optional LLM within a deadline), conflict detection (update a
 near-duplicate in place or supersede contradicted memories), then embed (dense, a dialogue turn in the context of
-the turn before it; BM25 sparse) and store, with linked copies for `share_to` and provenance.
+the turn before it; BM25 sparse, a dialogue turn's with the previous turn's words at a small weight) and store,
+with linked copies for `share_to` and provenance.
 Recall: one scoped hybrid search (dense + keyword candidates) over every target namespace, a keyword-only search
-with pseudo-relevance feedback (`memory.feedback`), the scores fused into a relevance lifted by conversation
-context (`memory.ranking`), then the multi-signal rescoring with the tenant's weights (`memory.recall`), one hit
+with pseudo-relevance feedback (`memory.feedback`), the scores fused into a relevance lifted by cues read from
+the text (`memory.cues`: the speaker the query names, a time for a "when" query) and by conversation context
+(`memory.ranking`), then the multi-signal rescoring with the tenant's weights (`memory.recall`), one hit
 per origin, a token budget, and access counts bumped off the request path.
 """
 
@@ -188,11 +190,7 @@ class MemoryService:
         )
         # stored: the turn in its conversation; conflicts are looked up by what this memory says on its own
         vector = turns.in_context(own, context[0], settings.turn_context_weight) if context else own
-        sparse = self.keywords.document(content)
-        keyword_context = turns.dialogue_context(content, before, settings.turn_context_keyword_weight)
-        if keyword_context is not None:
-            previous_terms = self.keywords.document(keyword_context)
-            sparse = turns.keywords_in_context(sparse, previous_terms, settings.turn_context_keyword_weight)
+        sparse = turns.keyword_vector(self.keywords, content, before, settings.turn_context_keyword_weight)
 
         # 4. conflicts with what the namespace already holds
         decision = conflict.ConflictDecision()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from memory.embedders.sparse import Bm25Encoder
 from memory.pipeline.text import split_speaker
 from memory.ports import SparseVector
 
@@ -44,3 +45,11 @@ def keywords_in_context(own: SparseVector, previous: SparseVector, weight: float
         weights[index] = weights.get(index, 0.0) + weight * value
     indices = sorted(weights)
     return SparseVector(tuple(indices), tuple(weights[i] for i in indices))
+
+
+def keyword_vector(encoder: Bm25Encoder, content: str, previous: str | None, weight: float) -> SparseVector:
+    """The keyword vector stored for `content`: its own BM25 terms, in the context of the previous turn when
+    `dialogue_context` gives one."""
+    own = encoder.document(content)
+    context = dialogue_context(content, previous, weight)
+    return own if context is None else keywords_in_context(own, encoder.document(context), weight)

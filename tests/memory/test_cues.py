@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.cues import query_cues, turn_cues
+from memory.cues import asks, ends_asking, query_cues, speaker_of, states_time
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_a_query_asks_when_by_its_question_words(query: str, asks_when: bool) ->
 
 
 @pytest.mark.parametrize(
-    ("content", "speaker", "asks", "ends_asking"),
+    ("content", "speaker", "holds_question", "ends_with_one"),
     [
         ("[8 May 2023] Caroline: I went to a support group. Have you been?", "caroline", True, True),
         ("Melanie: Where did you go? We stayed home all day.", "melanie", True, False),
@@ -50,15 +50,13 @@ def test_a_query_asks_when_by_its_question_words(query: str, asks_when: bool) ->
     ],
 )
 def test_a_turn_tells_its_speaker_and_whether_it_asks_or_ends_asking(
-    content: str, speaker: str | None, asks: bool, ends_asking: bool
+    content: str, speaker: str | None, holds_question: bool, ends_with_one: bool
 ) -> None:
-    cues = turn_cues(content)
-
-    assert (cues.speaker, cues.asks, cues.ends_asking) == (speaker, asks, ends_asking)
+    assert (speaker_of(content), asks(content), ends_asking(content)) == (speaker, holds_question, ends_with_one)
 
 
 @pytest.mark.parametrize(
-    ("content", "states_time"),
+    ("content", "says_when"),
     [
         ("Caroline: I went to the LGBTQ support group yesterday", True),
         ("Jon: We opened the studio last week", True),
@@ -68,7 +66,9 @@ def test_a_turn_tells_its_speaker_and_whether_it_asks_or_ends_asking(
         ("小明：5月3号搬家", True),
         ("[17 July 2023] Caroline: I painted this after a visit to the center", False),  # the prefix is no cue
         ("小明：我喜欢猫", False),
+        ("Jon: I'll tell you the other day's story", True),
+        ("Jon: The lasting impression", False),  # whole words only
     ],
 )
-def test_a_turn_states_a_time_by_what_it_says_not_by_its_date_prefix(content: str, states_time: bool) -> None:
-    assert turn_cues(content).states_time is states_time
+def test_a_turn_states_a_time_by_what_it_says_not_by_its_date_prefix(content: str, says_when: bool) -> None:
+    assert states_time(content) is says_when
