@@ -52,6 +52,7 @@ class EvalReport:
     evidence_expired: int = 0  # evidence turns whose time-bound expiry passed before the question was asked
     unresolved_evidence: int = 0
     grid: list[tuple[ScoringWeights, float, float]] = field(default_factory=list)  # weights, tuned, held-out
+    defaults: ScoringWeights | None = None  # the weights the main run used
 
 
 @dataclass
@@ -118,7 +119,7 @@ async def evaluate(
     grid: Sequence[ScoringWeights] = (),
     progress: Progress | None = None,
 ) -> EvalReport:
-    report = EvalReport({name: SystemScores() for name in SYSTEMS})
+    report = EvalReport({name: SystemScores() for name in SYSTEMS}, defaults=service.weights)
     total = sum(len(c.turns) + len(c.questions) for c in conversations)
     done = 0
     everything: list[Ingested] = []
@@ -201,6 +202,8 @@ async def grid_search(
 
 
 def default_grid(base: ScoringWeights) -> list[ScoringWeights]:
+    """Two grids around `base`: the score weights (similarity, recency, importance) and the text cues (speaker,
+    question, when), each varied with the rest left at `base`."""
     grid = []
     for similarity in (0.5, 0.7, 0.9):
         for recency in (0.0, 0.1, 0.2):
@@ -208,4 +211,8 @@ def default_grid(base: ScoringWeights) -> list[ScoringWeights]:
                 grid.append(
                     replace(base, similarity=similarity, recency=recency, importance=importance, access_frequency=0.05)
                 )
-    return grid
+    for speaker in (0.0, 0.2, 0.4, 0.6):
+        for question in (0.0, 0.15, 0.3):
+            for when in (0.0, 0.2):
+                grid.append(replace(base, speaker=speaker, question=question, when=when))
+    return list(dict.fromkeys(grid))

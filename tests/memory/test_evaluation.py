@@ -15,7 +15,8 @@ from memory.embedders import WordLlamaEmbedder
 from memory.evaluation import locomo
 from memory.evaluation.metrics import Bm25Baseline, Tally, ndcg_at, recall_at, reciprocal_rank
 from memory.evaluation.report import BEGIN, END, render, write_section
-from memory.evaluation.runner import EvalReport, evaluate
+from memory.evaluation.runner import EvalReport, default_grid, evaluate
+from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tenancy import Principal, scope_for
@@ -116,6 +117,35 @@ async def test_a_tiny_conversation_is_evaluated_through_the_engine(tmp_path: Pat
     write_section(results, section)  # a rerun replaces the section
     text = results.read_text()
     assert "keep me" in text and text.count(BEGIN) == 1 and text.count(END) == 1
+
+
+@pytest.mark.anyio
+async def test_the_grid_scores_each_setting_on_both_halves_and_shows_the_best_and_the_defaults(
+    tmp_path: Path, embedder: WordLlamaEmbedder
+) -> None:
+    first = load_one(tmp_path, tiny_dataset())
+    second_json = tiny_dataset()
+    second_json[0]["sample_id"] = "tiny-2"
+    second = load_one(tmp_path, second_json)
+    clock = ManualClock()
+    store = EdgeVectorStore.open(tmp_path / "v", model_id=embedder.model_id, dimension=embedder.dimension)
+    defaults = ScoringWeights()
+    grid = default_grid(defaults)
+    try:
+        service = MemoryService(store, embedder, clock, weights=defaults)
+        admin = scope_for(Principal(subject="eval", tenant="eval", scopes=frozenset({"memory:admin"})))
+        report = await evaluate(service, admin, clock, [first, second], grid=grid)
+    finally:
+        await store.close()
+
+    assert len(grid) == len(set(grid)) == 27 + 24 and defaults in grid
+    assert len(report.grid) == len(grid)
+    tuned = [t for _, t, _ in report.grid]
+    assert tuned == sorted(tuned, reverse=True)  # best first
+    assert all(0.0 <= t <= 1.0 and 0.0 <= h <= 1.0 for _, t, h in report.grid)
+    assert service.weights == defaults  # the search leaves the service as it found it
+    table = render(report, "tiny")
+    assert "recall@10 held-out" in table and table.count("(defaults)") == 1
 
 
 @pytest.mark.anyio
