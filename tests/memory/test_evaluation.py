@@ -170,20 +170,21 @@ async def test_evidence_in_a_time_bound_turn_that_expired_before_the_question_is
 
 
 @pytest.mark.anyio
-async def test_a_real_conversation_runs_with_every_metric_and_both_baselines(
+async def test_two_real_conversations_run_with_every_metric_and_both_baselines(
     tmp_path: Path, embedder: WordLlamaEmbedder
 ) -> None:
     assert DEV_DATA.exists(), f"the LoCoMo dev split must be beside the repository at {DEV_DATA} (shared/)"
-    [first] = locomo.load(DEV_DATA)[:1]
-    assert first.turns and first.questions
+    two = locomo.load(DEV_DATA)[:2]
+    assert len(two) == 2 and all(c.turns and c.questions for c in two)
     clock = ManualClock()
     store = EdgeVectorStore.open(tmp_path / "v", model_id=embedder.model_id, dimension=embedder.dimension)
     try:
         service = MemoryService(store, embedder, clock)
         admin = scope_for(Principal(subject="eval", tenant="eval", scopes=frozenset({"memory:admin"})))
-        report = await evaluate(service, admin, clock, [first])
+        report = await evaluate(service, admin, clock, two)
     finally:
         await store.close()
+    assert report.conversations == 2 and report.questions == sum(len(c.questions) for c in two)
     for name in ("hindsight", "bm25", "dense"):
         means = report.systems[name].overall.means()
         assert set(means) == {"recall@5", "recall@10", "ndcg@10", "mrr"}
