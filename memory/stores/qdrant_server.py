@@ -7,29 +7,23 @@ are recorded in the collection's metadata; opening it with another embedder is r
 
 Needs Qdrant >= 1.16 (collection metadata and conditional upserts). Every call is bounded by a deadline and maps
 transport and server errors to `BackendUnavailable`; idempotent calls are retried a few times with jittered
-exponential backoff, access-count increments never are.
+exponential backoff, access-count increments never are (`memory.stores.qdrant_collection`).
 """
 
 from __future__ import annotations
 
 import builtins
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
 import anyio
-import grpc  # type: ignore[import-untyped]
-import httpx
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
-from qdrant_client.common.client_exceptions import QdrantException
-from qdrant_client.http.exceptions import ApiException, ResponseHandlingException, UnexpectedResponse
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from memory.clock import to_timestamp
-from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
+from memory.errors import BackendUnavailable, NamespaceForbidden
 from memory.models import Memory, MemoryKind
 from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
@@ -47,58 +41,23 @@ from memory.stores.common import (
     visible_namespaces,
 )
 from memory.stores.payload import (
-    FLOAT_FIELDS,
-    KEYWORD_FIELDS,
     STATUS_ACTIVE,
     TENANT_FIELD,
     from_payload,
     recallable_statuses,
     to_payload,
 )
-
-APP = "hindsight"
-DEFAULT_TIMEOUT = 5.0
-RETRY_ATTEMPTS = 3
-COPIES_LIMIT = 1000
-T = TypeVar("T")
-
-_PREFIX_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
-_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-_RETRYABLE_GRPC = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED"})
-# Everything a client call can fail with when the server is down, slow, overloaded or refuses the request.
-_BACKEND_ERRORS: tuple[type[BaseException], ...] = (
-    ApiException,
-    QdrantException,
-    httpx.HTTPError,
-    grpc.RpcError,
-    OSError,
-    TimeoutError,
+from memory.stores.qdrant_collection import (
+    APP,
+    DEFAULT_TIMEOUT,
+    ServerCalls,
+    check_collection_name,
+    collection_name,
+    ensure_collection,
 )
 
-
-def collection_name(prefix: str, model_id: str, dimension: int) -> str:
-    """`<prefix>_<model slug>_<dimension>d`, e.g. `hindsight_wordllama_l2_supercat_256_256d`.
-
-    The slug lowercases the model id and squeezes every other run of characters into `_`, so two ids can share
-    a name ("BAAI/bge" and "baai-bge"); the model id recorded in the collection tells them apart at open.
-    """
-    if not _PREFIX_PATTERN.fullmatch(prefix):
-        raise ValueError("collection prefix must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-    if dimension < 1:
-        raise ValueError("dimension must be positive")
-    slug = re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_")[:160] or "model"
-    return f"{prefix}_{slug}_{dimension}d"
-
-
-def _is_transient(exc: BaseException) -> bool:
-    """Worth another attempt: the server was unreachable, slow or overloaded, not a refused request."""
-    if isinstance(exc, UnexpectedResponse):
-        return exc.status_code in _RETRYABLE_STATUS
-    if isinstance(exc, grpc.RpcError):
-        code = exc.code() if callable(getattr(exc, "code", None)) else None
-        return getattr(code, "name", None) in _RETRYABLE_GRPC
-    return isinstance(exc, ResponseHandlingException | QdrantException | httpx.TransportError | OSError | TimeoutError)
+COPIES_LIMIT = 1000
+T = TypeVar("T")
 
 
 def _match(key: str, value: str) -> qm.FieldCondition:
@@ -137,9 +96,8 @@ class QdrantServerStore:
     def __init__(self, client: AsyncQdrantClient, collection: str, timeout: float) -> None:
         self._client = client
         self._collection = collection
-        self._timeout = timeout
+        self._calls = ServerCalls(client, timeout)
         self._access_lock = anyio.Lock()
-        self._closed = False
 
     @property
     def collection(self) -> str:
@@ -162,11 +120,9 @@ class QdrantServerStore:
         `collection` pins a name instead of deriving one (e.g. a Qdrant alias switched after a re-embedding).
         `call_timeout` bounds each attempt of each call, in seconds. The store owns `client` once open succeeds.
         """
-        name = collection or collection_name(collection_prefix, model_id, dimension)
-        if not _NAME_PATTERN.fullmatch(name):
-            raise ValueError("collection name must match [A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
+        name = check_collection_name(collection or collection_name(collection_prefix, model_id, dimension))
         store = cls(client, name, call_timeout)
-        await store._ensure_collection(model_id, dimension)
+        await ensure_collection(store._calls, name, model_id, dimension)
         return store
 
     @classmethod
@@ -201,83 +157,11 @@ class QdrantServerStore:
             await client.close()
             raise
 
-    async def _ensure_collection(self, model_id: str, dimension: int) -> None:
-        client, name = self._client, self._collection
-        if not await self._call(lambda: client.collection_exists(name)):
-            try:
-                await self._call(
-                    lambda: client.create_collection(
-                        name,
-                        vectors_config={DENSE: qm.VectorParams(size=dimension, distance=qm.Distance.COSINE)},
-                        sparse_vectors_config={SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
-                        metadata={
-                            "app": APP,
-                            "embedding_model": model_id,
-                            "dimension": dimension,
-                            "dense_vector": DENSE,
-                            "sparse_vector": SPARSE,
-                        },
-                    ),
-                    idempotent=False,
-                )
-            except BackendUnavailable:
-                # another replica may have created it between our check and our create
-                if not await self._call(lambda: client.collection_exists(name)):
-                    raise
-        info = await self._call(lambda: client.get_collection(name))
-        self._check_config(info, model_id, dimension)
-        await self._ensure_indexes(info)
-
-    def _check_config(self, info: qm.CollectionInfo, model_id: str, dimension: int) -> None:
-        metadata = info.config.metadata or {}
-        if metadata.get("app") != APP:
-            raise StoreConfigMismatch(
-                f"collection {self._collection} exists but records no hindsight embedding model "
-                "(created by something else, or a Qdrant server older than 1.16); use another collection"
-            )
-        vectors = info.config.params.vectors
-        dense = vectors.get(DENSE) if isinstance(vectors, dict) else None
-        stored_model, stored_dimension = metadata.get("embedding_model"), metadata.get("dimension")
-        if stored_model != model_id or stored_dimension != dimension or dense is None or dense.size != dimension:
-            raise StoreConfigMismatch(
-                f"collection {self._collection} was built with {stored_model} ({stored_dimension}-d) but the "
-                f"configured embedder is {model_id} ({dimension}-d); use the same model or another collection"
-            )
-
-    async def _ensure_indexes(self, info: qm.CollectionInfo) -> None:
-        existing = set(info.payload_schema or {})
-        wanted: list[tuple[str, Any]] = [
-            (TENANT_FIELD, qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)),
-            *((field, qm.PayloadSchemaType.KEYWORD) for field in KEYWORD_FIELDS),
-            *((field, qm.PayloadSchemaType.FLOAT) for field in FLOAT_FIELDS),
-        ]
-        for field, schema in wanted:
-            if field not in existing:
-                await self._call(partial(self._client.create_payload_index, self._collection, field, schema))
-
     async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        await self._client.close()
+        await self._calls.close()
 
     async def _call(self, fn: Callable[[], Awaitable[T]], *, idempotent: bool = True) -> T:
-        """Run one client call under a deadline; retry transient failures of idempotent calls."""
-        if self._closed:
-            raise BackendUnavailable("vector store is closed")
-        try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(RETRY_ATTEMPTS if idempotent else 1),
-                wait=wait_exponential_jitter(initial=0.05, max=0.5, jitter=0.05),
-                retry=retry_if_exception(_is_transient),
-                reraise=True,
-            ):
-                with attempt:
-                    with anyio.fail_after(self._timeout):
-                        return await fn()
-        except _BACKEND_ERRORS as exc:
-            raise BackendUnavailable(f"vector store error: {type(exc).__name__}") from exc
-        raise AssertionError("unreachable: tenacity either returns or reraises")
+        return await self._calls(fn, idempotent=idempotent)
 
     async def _scroll(self, flt: qm.Filter, limit: int, offset: str | None = None) -> tuple[list[Memory], str | None]:
         records, next_offset = await self._call(

@@ -30,7 +30,8 @@ from memory.ports import ListQuery, RecallFilter, SparseVector, VectorStore
 from memory.scope import NamespaceScope
 from memory.stores.common import IDF_NAMESPACE_LIMIT
 from memory.stores.edge import EdgeVectorStore
-from memory.stores.qdrant_server import DENSE, SPARSE, QdrantServerStore, collection_name
+from memory.stores.qdrant_collection import collection_name
+from memory.stores.qdrant_server import DENSE, SPARSE, QdrantServerStore
 from tests.memory.conftest import START, everything, make_memory, scope
 
 pytestmark = [
