@@ -24,8 +24,9 @@ import anyio
 import qdrant_edge as qe
 
 from bench import corpus
+from bench.config import loader_scope, reader_scope
 from bench.procinfo import disk_bytes
-from bench.run import loader_scope, quiet_logging, reader_scope
+from bench.run import quiet_logging
 from memory.embedders import build_embedder
 from memory.ports import RecallFilter
 from memory.stores.edge import EdgeVectorStore

@@ -31,7 +31,8 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
     result = await client.call_tool(tool, arguments)
     if result.is_error or result.structured_content is None:
         raise BenchCallFailed(f"{tool} failed: {result.structured_content or result.content}")
-    return result.structured_content
+    content: dict[str, Any] = result.structured_content
+    return content
 
 
 async def recall_latency(client: Client, queries: Sequence[str], warmup: int) -> Samples:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from bench.config import Ingest, Results, SizeResult
 from bench.profiling import Profile
-from bench.run import Results, SizeResult
 from bench.stats import Samples, ms, ratio, size_label, times
 
 FINDINGS = Path(__file__).with_name("FINDINGS.md")
@@ -226,10 +226,7 @@ def writes(results: Results) -> list[str]:
     return lines
 
 
-def _ingest_row(label: str, count: int, ing: object) -> list[str]:
-    from bench.run import Ingest
-
-    assert isinstance(ing, Ingest)
+def _ingest_row(label: str, count: int, ing: Ingest) -> list[str]:
     rate = count / ing.load_s if ing.load_s else math.nan
     with_index = count / (ing.load_s + ing.index_s) if ing.load_s else math.nan
     return [
