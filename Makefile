@@ -21,13 +21,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check gateway tenancy memory ops tests
-	$(BIN)/ruff format --check gateway tenancy memory ops tests
+	$(BIN)/ruff check gateway tenancy memory ops bench tests
+	$(BIN)/ruff format --check gateway tenancy memory ops bench tests
 	$(BIN)/mypy
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix gateway tenancy memory ops tests
-	$(BIN)/ruff format gateway tenancy memory ops tests
+	$(BIN)/ruff check --fix gateway tenancy memory ops bench tests
+	$(BIN)/ruff format gateway tenancy memory ops bench tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
