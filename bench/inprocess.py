@@ -57,6 +57,10 @@ def edge_store(rt: Runtime) -> Any:
     return getattr(rt.store, "_target", rt.store)
 
 
+Search = tuple[tuple[Any, ...], dict[str, Any]]  # the arguments of one `store.search` call
+EngineRead = tuple[str, tuple[Any, ...]]  # one engine call of a search: its shard method and arguments
+
+
 class _SearchRecorder:
     """Stands in for the service's store for a moment, to record the arguments of the search it sends."""
 
@@ -73,26 +77,28 @@ class _SearchRecorder:
 
 
 class _QueryRecorder:
-    """Stands in for the engine shard for a moment, to record the request objects the store sends."""
+    """Stands in for the engine shard for a moment, to record the reads the store sends: each query request, and
+    each retrieval of points by id (a keyword-only search reads the payloads of its new hits that way)."""
 
     def __init__(self, shard: Any) -> None:
         self._shard = shard
-        self.requests: list[Any] = []
+        self.requests: list[EngineRead] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._shard, name)
 
     def query(self, request: Any) -> Any:
-        self.requests.append(request)
+        self.requests.append(("query", (request,)))
         return self._shard.query(request)
 
-
-Search = tuple[tuple[Any, ...], dict[str, Any]]  # the arguments of one `store.search` call
+    def retrieve(self, *args: Any) -> Any:
+        self.requests.append(("retrieve", args))
+        return self._shard.retrieve(*args)
 
 
 async def recorded_queries(
     rt: Runtime, scope: NamespaceScope, queries: Sequence[str]
-) -> tuple[list[list[Search]], list[list[Any]]]:
+) -> tuple[list[list[Search]], list[list[EngineRead]]]:
     """For each query: the exact `store.search` calls `MemoryService.recall` makes (two with pseudo-relevance
     feedback; query vectors precomputed), and the exact engine requests those searches send. Replaying them
     gives (c) and the engine-only figure for the same work the service does, whatever the recall mode."""
@@ -114,7 +120,7 @@ async def recorded_queries(
     shard = edge._shard
     engine = _QueryRecorder(shard)
     edge._shard = engine
-    groups: list[list[Any]] = []
+    groups: list[list[EngineRead]] = []
     try:
         for calls in searches:
             sent = len(engine.requests)
@@ -132,9 +138,9 @@ async def store_searches(rt: Runtime, calls: Sequence[Search]) -> list[Any]:
     return [hit for args, kwargs in calls for hit in await rt.store.search(*args, **kwargs)]
 
 
-def engine_queries(shard: Any, group: Sequence[Any]) -> list[Any]:
-    """Every engine query of one recall's store searches (a dense and a keyword query each), run as sent."""
-    return [point for request in group for point in shard.query(request)]
+def engine_queries(shard: Any, group: Sequence[EngineRead]) -> list[Any]:
+    """Every engine read of one recall's store searches (queries, and retrievals by id), run as sent."""
+    return [point for method, args in group for point in getattr(shard, method)(*args)]
 
 
 async def encode_query(rt: Runtime, query: str) -> None:

@@ -33,7 +33,7 @@ PATH_LABELS = {
     "mcp": "(a) HTTP MCP: `mcp.Client` → uvicorn subprocess",
     "service": "(b) in process: `MemoryService.recall`",
     "store": "(c) raw store: `EdgeVectorStore.search`, vectors precomputed",
-    "engine": "engine only: `shard.query`, same request",
+    "engine": "engine only: `shard.query` (+ `retrieve`), same requests",
     "embed": "query encoding: `embed_query` (+ keyword vector if hybrid)",
     "mcp_floor": "floor: `whoami` over the same MCP session",
     "http_floor": "floor: `GET /livez`, httpx2 keep-alive, no MCP",
@@ -98,7 +98,8 @@ def method(results: Results) -> list[str]:
         "assembly), access-count bumps in its task group as in the server, drained outside the timed window. "
         "(c) replays the exact `EdgeVectorStore.search` calls (b) makes for the same query (two with "
         "pseudo-relevance feedback), its query vectors computed beforehand; 'engine only' replays the exact "
-        "requests those searches send to the shard. (b), (c), "
+        "reads those searches send to the shard (queries, and the retrieval of the feedback search's new hits). "
+        "(b), (c), "
         "engine and query encoding are timed interleaved, query by query, so noise hits them alike. (a) runs in "
         "the same run right after, once the in-process runtime has released the store. The two floors show what "
         "any MCP call and any HTTP request cost on this setup.",

@@ -93,8 +93,8 @@ async def size_stage(
     async with open_runtime(settings_for(data_dir)) as rt:
         if getattr(rt.memories, "hybrid", False):
             results.recall_mode = (
-                "hybrid (a dense and a BM25 keyword query, then a keyword query with pseudo-relevance feedback; "
-                "scores mixed in the engine)"
+                "hybrid (a dense and a BM25 keyword query, then a keyword query with pseudo-relevance feedback "
+                "that reads payloads only for hits the first did not return; scores mixed in the engine)"
             )
         result.ingest = await bulk_load(rt, generator, size, cfg.batch)
         result.disk = disk_breakdown(data_dir)

@@ -6,7 +6,7 @@ themselves."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -98,6 +98,7 @@ class VectorStore(Protocol):
         sparse: SparseVector | None = None,
         *,
         by_meaning: bool = True,
+        known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
         """Live memories nearest to `vector` in the given readable namespaces (() = whole tenant, admin only).
 
@@ -105,7 +106,9 @@ class VectorStore(Protocol):
         dense vector and the best by BM25 (IDF over the searched namespaces, or over the tenant when more than 16
         are searched), each at least 50 deep, in no particular order; the caller fuses them (memory.ranking).
         Every hit's `similarity` is its dense cosine and its `keyword` its BM25 score (0 when the keyword search
-        did not return it). With `by_meaning=False` (and a `sparse` query) only the keyword half runs."""
+        did not return it). With `by_meaning=False` (and a `sparse` query) only the keyword half runs; `known` then
+        names hits the caller already holds, by memory id: each comes back as held with only its BM25 score new,
+        and the store reads payloads and vectors only for the others."""
         ...
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:

@@ -334,7 +334,10 @@ class MemoryService:
         weights = self.weights_for(scope.tenant)
         expanded = feedback_query(sparse, candidates, weights.feedback) if sparse is not None else None
         if expanded is not None:
-            second = await self.store.search(scope, namespaces, vector, limit, wide, expanded, by_meaning=False)
+            held = {c.memory.id: c for c in candidates}  # only new hits are read from the store
+            second = await self.store.search(
+                scope, namespaces, vector, limit, wide, expanded, by_meaning=False, known=held
+            )
             candidates = with_feedback(candidates, second)
         hits = await scored_hits(self.store, scope, candidates, namespaces, flt, weights, query_cues(query))
         chosen = select_hits(hits, top_k, request.token_budget)

@@ -6,7 +6,7 @@ refuses, is decided here so the embedded and the server stores cannot drift apar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -107,3 +107,24 @@ def merge_hybrid(
         ScoredMemory(m, cos, score, tuple(terms)) for (m, score, _, terms), cos in zip(extra, cosine_of, strict=True)
     ]
     return merged
+
+
+def keyword_only_hits(
+    query: Sequence[float],
+    hits: Sequence[tuple[str, float]],
+    known: Mapping[str, ScoredMemory],
+    fetched: Mapping[str, tuple[Memory, Sequence[float], Sequence[int]]],
+) -> list[ScoredMemory]:
+    """A keyword-only search's hits (id, BM25 score), in its order: one the caller holds (`known`) as held with
+    the new score; a new one from what was `fetched` for it (memory, dense vector, term ids), its cosine computed."""
+    new = [(hit_id, score) for hit_id, score in hits if hit_id not in known and hit_id in fetched]
+    cosine_of = dict(zip((i for i, _ in new), cosines(query, [fetched[i][1] for i, _ in new]), strict=True))
+    result = []
+    for hit_id, score in hits:
+        if hit_id in known:
+            held = known[hit_id]
+            result.append(ScoredMemory(held.memory, held.similarity, score, held.terms))
+        elif hit_id in fetched:
+            memory, _, terms = fetched[hit_id]
+            result.append(ScoredMemory(memory, cosine_of[hit_id], score, tuple(terms)))
+    return result

@@ -12,7 +12,7 @@ import builtins
 import fcntl
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +33,7 @@ from memory.stores.common import (
     check_writable,
     checked_namespaces,
     idf_corpus,
+    keyword_only_hits,
     merge_hybrid,
     prefetch_limit,
     terms_of,
@@ -271,6 +272,7 @@ class EdgeVectorStore:
         sparse: SparseVector | None = None,
         *,
         by_meaning: bool = True,
+        known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
         must: list[Any] = [*in_scope, _match_any("status", recallable_statuses(flt.include_superseded))]
@@ -298,6 +300,10 @@ class EdgeVectorStore:
             return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in points]
         keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
         depth = prefetch_limit(limit)
+        # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
+        idf = qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=idf_corpus(in_scope, namespaces))))
+        if not by_meaning and known is not None:
+            return await self._keyword_scores(scope, keywords, query_filter, depth, idf, vector, known)
         dense_request = qe.QueryRequest(
             limit=depth, query=dense, filter=query_filter, with_vector=[SPARSE], with_payload=True
         )
@@ -307,8 +313,7 @@ class EdgeVectorStore:
             filter=query_filter,
             with_vector=[DENSE, SPARSE],
             with_payload=True,
-            # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
-            params=qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=idf_corpus(in_scope, namespaces)))),
+            params=idf,
         )
         dense_points, keyword_points = await self._run(  # one worker-thread hop
             lambda: (self._shard.query(dense_request) if by_meaning else [], self._shard.query(keyword_request))
@@ -321,6 +326,34 @@ class EdgeVectorStore:
                 for p in keyword_points
             ],
         )
+
+    async def _keyword_scores(
+        self,
+        scope: NamespaceScope,
+        keywords: Any,
+        query_filter: Any,
+        depth: int,
+        idf: Any,
+        vector: Sequence[float],
+        known: Mapping[str, ScoredMemory],
+    ) -> list[ScoredMemory]:
+        """A keyword-only search that reads payloads and vectors only for the hits the caller does not hold."""
+        request = qe.QueryRequest(
+            limit=depth, query=keywords, filter=query_filter, with_vector=False, with_payload=False, params=idf
+        )
+
+        def query_then_fetch_new() -> tuple[list[Any], list[Any]]:
+            points = self._shard.query(request)
+            new = [p.id for p in points if str(p.id) not in known]
+            return points, (self._shard.retrieve(new, True, [DENSE, SPARSE]) if new else [])
+
+        points, records = await self._run(query_then_fetch_new)  # one worker-thread hop
+        fetched = {}
+        for record in records:
+            memory = from_payload(record.id, record.payload or {})
+            if memory.tenant == scope.tenant:  # the ids come from a scoped query; checked all the same
+                fetched[memory.id] = (memory, (record.vector or {})[DENSE], terms_of(record.vector))
+        return keyword_only_hits(vector, [(str(p.id), float(p.score)) for p in points], known, fetched)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         flt = qe.Filter(must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)])

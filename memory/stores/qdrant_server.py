@@ -13,7 +13,7 @@ exponential backoff, access-count increments never are (`memory.stores.qdrant_co
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -34,6 +34,7 @@ from memory.stores.common import (
     check_writable,
     checked_namespaces,
     idf_corpus,
+    keyword_only_hits,
     merge_hybrid,
     prefetch_limit,
     terms_of,
@@ -267,6 +268,7 @@ class QdrantServerStore:
         sparse: SparseVector | None = None,
         *,
         by_meaning: bool = True,
+        known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
         must = [*in_scope, _match_any("status", recallable_statuses(flt.include_superseded))]
@@ -300,6 +302,8 @@ class QdrantServerStore:
         depth = prefetch_limit(limit)
         # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
         params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=qm.Filter(must=idf_corpus(in_scope, namespaces))))
+        if not by_meaning and known is not None:
+            return await self._keyword_scores(scope, keywords, query_filter, depth, params, vector, known)
         requests = [
             qm.QueryRequest(
                 query=keywords,
@@ -332,6 +336,46 @@ class QdrantServerStore:
                 for p in by_keyword.points
             ],
         )
+
+    async def _keyword_scores(
+        self,
+        scope: NamespaceScope,
+        keywords: qm.SparseVector,
+        query_filter: qm.Filter,
+        depth: int,
+        params: qm.SearchParams,
+        vector: Sequence[float],
+        known: Mapping[str, ScoredMemory],
+    ) -> list[ScoredMemory]:
+        """A keyword-only search that reads payloads and vectors only for the hits the caller does not hold."""
+        response = await self._call(
+            lambda: self._client.query_points(
+                self._collection,
+                query=keywords,
+                using=SPARSE,
+                query_filter=query_filter,
+                limit=depth,
+                with_payload=False,
+                with_vectors=False,
+                search_params=params,
+            )
+        )
+        new = [p.id for p in response.points if str(p.id) not in known]
+        records = (
+            await self._call(
+                lambda: self._client.retrieve(
+                    self._collection, ids=new, with_payload=True, with_vectors=[DENSE, SPARSE]
+                )
+            )
+            if new
+            else []
+        )
+        fetched = {}
+        for record in records:
+            memory = from_payload(record.id, record.payload or {})
+            if memory.tenant == scope.tenant:  # the ids come from a scoped query; checked all the same
+                fetched[memory.id] = (memory, _dense_of(record.vector), terms_of(record.vector))
+        return keyword_only_hits(vector, [(str(p.id), float(p.score)) for p in response.points], known, fetched)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         flt = qm.Filter(must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)])

@@ -26,7 +26,7 @@ from qdrant_client import models as qm
 
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
 from memory.models import Memory, MemoryKind, Source
-from memory.ports import ListQuery, RecallFilter, SparseVector, VectorStore
+from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, VectorStore
 from memory.scope import NamespaceScope
 from memory.stores.common import IDF_NAMESPACE_LIMIT
 from memory.stores.edge import EdgeVectorStore
@@ -961,3 +961,27 @@ async def test_a_keyword_only_search_returns_just_the_keyword_matches_with_their
     assert [h.memory.id for h in hits] == [keyword.id]
     assert hits[0].keyword > 0
     assert hits[0].similarity == pytest.approx(cosine(vec(1), vec(5)), abs=1e-4)
+
+
+async def test_a_keyword_only_search_returns_the_hits_the_caller_holds_as_held_and_reads_only_the_new_ones(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    held = make_memory("held by the caller", tenant=acme)
+    new = make_memory("not held yet", tenant=acme)
+    await store.upsert(writer, [(held, vec(1), terms(42, 7)), (new, vec(5), terms(42))])
+    flt = RecallFilter(now=NOW)
+    plain = await store.search(writer, ("user:1",), vec(1), 5, flt, sparse=terms(42), by_meaning=False)
+    copy = replace(held, content="the caller's own copy")  # what the store returns if it does not read it again
+    known = {held.id: ScoredMemory(copy, 0.123, 9.9, (7, 42))}
+
+    hits = await store.search(writer, ("user:1",), vec(1), 5, flt, sparse=terms(42), by_meaning=False, known=known)
+
+    by_id = {h.memory.id: h for h in hits}
+    fresh = {h.memory.id: h for h in plain}
+    assert set(by_id) == set(fresh) == {held.id, new.id}
+    assert by_id[held.id].memory is copy and by_id[held.id].similarity == 0.123 and by_id[held.id].terms == (7, 42)
+    assert by_id[held.id].keyword == pytest.approx(fresh[held.id].keyword)  # only the score is new
+    assert by_id[new.id].memory.content == "not held yet"
+    assert by_id[new.id].similarity == pytest.approx(cosine(vec(1), vec(5)), abs=1e-4)
+    assert by_id[new.id].keyword == pytest.approx(fresh[new.id].keyword)
+    assert set(by_id[new.id].terms) == {42}
