@@ -6,7 +6,7 @@ refuses, is decided here so the embedded and the server stores cannot drift apar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -111,20 +111,23 @@ def merge_hybrid(
 
 def keyword_only_hits(
     query: Sequence[float],
+    tenant: str,
     hits: Sequence[tuple[str, float]],
     known: Mapping[str, ScoredMemory],
-    fetched: Mapping[str, tuple[Memory, Sequence[float], Sequence[int]]],
+    fetched: Iterable[tuple[Memory, Sequence[float], Sequence[int]]],
 ) -> list[ScoredMemory]:
     """A keyword-only search's hits (id, BM25 score), in its order: one the caller holds (`known`) as held with
-    the new score; a new one from what was `fetched` for it (memory, dense vector, term ids), its cosine computed."""
-    new = [(hit_id, score) for hit_id, score in hits if hit_id not in known and hit_id in fetched]
-    cosine_of = dict(zip((i for i, _ in new), cosines(query, [fetched[i][1] for i, _ in new]), strict=True))
+    the new score; a new one from what was `fetched` for it (memory, dense vector, term ids), its cosine computed.
+    Fetched points are read by id after a scoped query; one of another tenant is dropped all the same."""
+    read = {m.id: (m, dense, terms) for m, dense, terms in fetched if m.tenant == tenant}
+    new = [hit_id for hit_id, _ in hits if hit_id not in known and hit_id in read]
+    cosine_of = dict(zip(new, cosines(query, [read[i][1] for i in new]), strict=True))
     result = []
     for hit_id, score in hits:
         if hit_id in known:
             held = known[hit_id]
             result.append(ScoredMemory(held.memory, held.similarity, score, held.terms))
-        elif hit_id in fetched:
-            memory, _, terms = fetched[hit_id]
+        elif hit_id in read:
+            memory, _, terms = read[hit_id]
             result.append(ScoredMemory(memory, cosine_of[hit_id], score, tuple(terms)))
     return result

@@ -348,12 +348,9 @@ class EdgeVectorStore:
             return points, (self._shard.retrieve(new, True, [DENSE, SPARSE]) if new else [])
 
         points, records = await self._run(query_then_fetch_new)  # one worker-thread hop
-        fetched = {}
-        for record in records:
-            memory = from_payload(record.id, record.payload or {})
-            if memory.tenant == scope.tenant:  # the ids come from a scoped query; checked all the same
-                fetched[memory.id] = (memory, (record.vector or {})[DENSE], terms_of(record.vector))
-        return keyword_only_hits(vector, [(str(p.id), float(p.score)) for p in points], known, fetched)
+        fetched = ((from_payload(r.id, r.payload or {}), (r.vector or {})[DENSE], terms_of(r.vector)) for r in records)
+        hits = [(str(p.id), float(p.score)) for p in points]
+        return keyword_only_hits(vector, scope.tenant, hits, known, fetched)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         flt = qe.Filter(must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)])

@@ -370,12 +370,9 @@ class QdrantServerStore:
             if new
             else []
         )
-        fetched = {}
-        for record in records:
-            memory = from_payload(record.id, record.payload or {})
-            if memory.tenant == scope.tenant:  # the ids come from a scoped query; checked all the same
-                fetched[memory.id] = (memory, _dense_of(record.vector), terms_of(record.vector))
-        return keyword_only_hits(vector, [(str(p.id), float(p.score)) for p in response.points], known, fetched)
+        fetched = ((from_payload(r.id, r.payload or {}), _dense_of(r.vector), terms_of(r.vector)) for r in records)
+        hits = [(str(p.id), float(p.score)) for p in response.points]
+        return keyword_only_hits(vector, scope.tenant, hits, known, fetched)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         flt = qm.Filter(must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)])
