@@ -103,6 +103,9 @@ async def ranked_dia_ids(
     started = time.perf_counter()
     hits = await service.recall(scope, RecallRequest(query=question, namespaces=[ingested.namespace], top_k=top_k))
     elapsed = time.perf_counter() - started
+    # the recall's access-count bumps are applied before the next question (off the clock), so every run ranks
+    # with the same counts: in the server they land a moment later, whenever the background flush runs
+    await service.drain()
     ranked: list[str] = []
     for hit in hits:
         ranked += ingested.dia_ids_of.get(hit.memory.id, [])
