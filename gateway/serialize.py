@@ -53,6 +53,7 @@ def hit_json(hit: RecallHit, explain: bool) -> dict[str, Any]:
             body["scores"]["dense_similarity"] = round(parts.dense_similarity, 6)
         if parts.keyword is not None:
             body["scores"]["keyword"] = round(parts.keyword, 6)
+        body["scores"]["cues"] = list(parts.cues)
     return body
 
 

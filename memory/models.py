@@ -72,7 +72,8 @@ class ScoreParts:
 
     `similarity` is the candidate's relevance to the query in [0, 1], relative to the best candidate of the
     same recall (memory.ranking: dense cosine and BM25 fused, lifted by conversation context);
-    `dense_similarity` is its own cosine and `keyword` its raw BM25 score (0: no query term)."""
+    `dense_similarity` is its own cosine and `keyword` its raw BM25 score (0: no query term); `cues` names the
+    text cues that moved its relevance ("speaker", "when", "answers_question", "ends_asking": memory.ranking)."""
 
     similarity: float
     recency: float
@@ -81,6 +82,7 @@ class ScoreParts:
     score: float
     dense_similarity: float | None = None
     keyword: float | None = None
+    cues: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,32 +85,56 @@ def hybrid_relevance(candidates: Sequence[ScoredMemory], dense_share: float) -> 
 
 
 def cue_relevance(
-    query: QueryCues, memories: Sequence[Memory], relevance: Sequence[float], *, speaker: float, when: float
+    query: QueryCues,
+    memories: Sequence[Memory],
+    relevance: Sequence[float],
+    *,
+    speaker: float,
+    when: float,
+    notes: Sequence[list[str]] | None = None,
 ) -> list[float]:
-    """Step 2 (see the module docstring): the speaker the query names and the time a "when" query asks for."""
+    """Step 2 (see the module docstring): the speaker the query names and the time a "when" query asks for.
+    `notes`, one list per memory, receives the name of each cue that applied ("speaker", "when")."""
     lifted = []
-    for memory, value in zip(memories, relevance, strict=True):
+    for i, (memory, value) in enumerate(zip(memories, relevance, strict=True)):
         who = speaker_of(memory.content) if speaker else None
         if who is not None and query.names(who):
             value *= 1 + speaker
+            _note(notes, i, "speaker")
         if when and query.asks_when and states_time(memory.content):
             value *= 1 + when
+            _note(notes, i, "when")
         lifted.append(value)
     return lifted
 
 
+def _note(notes: Sequence[list[str]] | None, index: int, cue: str) -> None:
+    if notes is not None:
+        notes[index].append(cue)
+
+
 def conversation_relevance(
-    memories: Sequence[Memory], relevance: Sequence[float], *, context: float, session: float, question: float = 0.0
+    memories: Sequence[Memory],
+    relevance: Sequence[float],
+    *,
+    context: float,
+    session: float,
+    question: float = 0.0,
+    notes: Sequence[list[str]] | None = None,
 ) -> list[float]:
-    """Steps 3 and 4 (see the module docstring): lifted by conversation context, divided by the best."""
+    """Steps 3 and 4 (see the module docstring): lifted by conversation context, divided by the best. `notes`
+    receives "answers_question" for a memory lifted as the reply to a matching question and "ends_asking" for
+    one lowered as a question."""
     position = {m.id: i for i, m in enumerate(memories)}
     lifted = list(relevance)
     for i, memory in enumerate(memories):
         before = position.get(memory.follows) if memory.follows is not None else None
         if before is not None:
-            lift = context * (QUESTION_CONTEXT_FACTOR if asks(memories[before].content) else 1.0)
-            lifted[i] += lift * relevance[before]
+            answers = asks(memories[before].content)
+            lifted[i] += context * (QUESTION_CONTEXT_FACTOR if answers else 1.0) * relevance[before]
             lifted[before] += context / 3 * relevance[i]
+            if answers and context and relevance[before] > 0:
+                _note(notes, i, "answers_question")
     if session:
         best: dict[tuple[str, str], float] = {}
         for memory, value in zip(memories, relevance, strict=True):
@@ -122,5 +146,6 @@ def conversation_relevance(
         for i, memory in enumerate(memories):
             if ends_asking(memory.content):
                 lifted[i] *= 1 - question
+                _note(notes, i, "ends_asking")
     top = max(lifted, default=0.0)
     return [value / top for value in lifted] if top > 0 else [1.0] * len(lifted)  # none stands out: all equal

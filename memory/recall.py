@@ -54,14 +54,20 @@ async def scored_hits(
     """Every candidate as a scored hit, best first: relevance from `memory.ranking`, a superseded candidate
     replaced by its live successor (unless the filter includes superseded ones), each memory once."""
     memories = [c.memory for c in candidates]
+    notes: list[list[str]] = [[] for _ in candidates]  # the cues that moved each candidate, for `explain`
     relevance = hybrid_relevance(candidates, weights.dense_share)
-    relevance = cue_relevance(query, memories, relevance, speaker=weights.speaker, when=weights.when)
+    relevance = cue_relevance(query, memories, relevance, speaker=weights.speaker, when=weights.when, notes=notes)
     relevance = conversation_relevance(
-        memories, relevance, context=weights.context, session=weights.session, question=weights.question
+        memories,
+        relevance,
+        context=weights.context,
+        session=weights.session,
+        question=weights.question,
+        notes=notes,
     )
     hits: list[RecallHit] = []
     seen: set[str] = set()
-    for candidate, similarity in zip(candidates, relevance, strict=True):
+    for candidate, similarity, cues in zip(candidates, relevance, notes, strict=True):
         memory, via = candidate.memory, None
         if memory.superseded_by is not None and not flt.include_superseded:
             current = await current_version(store, scope, memory, namespaces, flt)
@@ -79,6 +85,7 @@ async def scored_hits(
             weights,
             dense_similarity=candidate.similarity if own else None,
             keyword=candidate.keyword if own else None,
+            cues=tuple(cues) if own else (),
         )
         hits.append(RecallHit(memory, parts, via))
     hits.sort(key=lambda h: h.scores.score, reverse=True)

@@ -68,10 +68,11 @@ def score(
     *,
     dense_similarity: float | None = None,
     keyword: float | None = None,
+    cues: tuple[str, ...] = (),
 ) -> ScoreParts:
     """Score one candidate. `similarity` (its relevance relative to the best candidate, see `memory.ranking`)
-    is clamped to [0, 1]; every part lies in [0, 1]. `dense_similarity` (its own cosine) and `keyword` (its BM25
-    score) are reported alongside, not scored."""
+    is clamped to [0, 1]; every part lies in [0, 1]. `dense_similarity` (its own cosine), `keyword` (its BM25
+    score) and `cues` (the text cues that moved its relevance) are reported alongside, not scored."""
     sim = min(1.0, max(0.0, similarity))
     hours = max(0.0, (now - memory.updated_at).total_seconds() / 3600.0)
     recency = math.exp(-weights.recency_decay_per_hour * hours)
@@ -90,6 +91,7 @@ def score(
         score=total,
         dense_similarity=dense_similarity,
         keyword=keyword,
+        cues=cues,
     )
 
 

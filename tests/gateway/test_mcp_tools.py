@@ -65,6 +65,7 @@ async def test_written_memory_is_recalled_with_its_score_parts(app: Starlette, m
     expected = w.similarity * parts["similarity"] + w.recency * parts["recency"] + w.importance * parts["importance"]
     expected += w.access_frequency * parts["access_frequency"]
     assert parts["keyword"] > 0  # "coffee" matched
+    assert parts["cues"] == []  # no speaker, no question, no "when": nothing but similarity moved it
     assert hit["score"] == pytest.approx(expected, abs=1e-5)
     assert parts["importance"] == pytest.approx(0.9)
 

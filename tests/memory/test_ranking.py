@@ -125,6 +125,21 @@ def test_a_memory_that_says_when_is_lifted_only_for_a_query_that_asks_when() -> 
     assert asks_what == pytest.approx([0.5, 0.5])
 
 
+def test_the_cues_that_moved_each_memory_are_noted_for_explain() -> None:
+    question = memory("Caroline: Which team did Melanie sign with?", session="s", at=0)
+    answer = memory("Melanie: The Wolves, last week", session="s", follows=question, at=1)
+    other = memory("Jon: I like the Wolves", at=2)
+    memories = [question, answer, other]
+    notes: list[list[str]] = [[], [], []]
+
+    relevance = cue_relevance(
+        query_cues("When did Melanie sign?"), memories, [1.0, 0.5, 0.5], speaker=0.4, when=0.2, notes=notes
+    )
+    conversation_relevance(memories, relevance, context=0.3, session=0.0, question=0.15, notes=notes)
+
+    assert notes == [["ends_asking"], ["speaker", "when", "answers_question"], []]
+
+
 def test_a_sessions_best_match_lifts_its_other_memories_and_a_memory_without_session_lifts_only_itself() -> None:
     best = memory("best", session="s", at=0)
     same_session = memory("other", session="s", at=5)
@@ -270,3 +285,4 @@ async def test_through_recall_the_named_speakers_memory_gains_the_speaker_lift_a
 
     assert [h.memory.content for h in plain] == [about_her, by_her]
     assert [h.scores.similarity for h in cued] == pytest.approx([1.0, 1.4 * plain[1].scores.similarity])
+    assert [h.scores.cues for h in cued] == [(), ("speaker",)] and plain[1].scores.cues == ()
