@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
@@ -70,23 +70,18 @@ def full_config(out: Path) -> Config:
 
 
 def quick_config(out: Path) -> Config:
-    return Config(
+    """The same phases on small sizes with short runs (`make bench-quick`, the smoke test)."""
+    return replace(
+        full_config(out),
         sizes=(500, 2_000),
         queries=30,
         warmup=5,
-        fanout=(1, 10, 50),
-        concurrency=(1, 8, 32),
         load_seconds=1.0,
         writes=20,
         concurrent_writes=100,
-        write_workers=16,
-        write_clients=8,
         batch=500,
         profile_seconds=1.5,
         quick=True,
-        out=out,
-        workdir=None,
-        keep=False,
     )
 
 
