@@ -45,7 +45,8 @@ from memory.stores.payload import (
     KEYWORD_FIELDS,
     STATUS_ACTIVE,
     TENANT_FIELD,
-    from_payload,
+    decode,
+    decode_all,
     recallable_statuses,
     to_payload,
 )
@@ -205,7 +206,7 @@ class EdgeVectorStore:
         records, _ = await self._run(
             lambda: self._shard.scroll(qe.ScrollRequest(limit=1000, filter=flt, with_payload=True))
         )
-        return [from_payload(r.id, r.payload or {}) for r in records]
+        return decode_all(records)
 
     async def purge(self, scope: NamespaceScope, namespace: str) -> int:
         if not scope.admin:
@@ -239,7 +240,7 @@ class EdgeVectorStore:
         records, _ = await self._run(
             lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
         )
-        return from_payload(records[0].id, records[0].payload or {}) if records else None
+        return decode(records[0].id, records[0].payload) if records else None
 
     async def find_by_hash(
         self,
@@ -260,7 +261,7 @@ class EdgeVectorStore:
         records, _ = await self._run(
             lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
         )
-        return from_payload(records[0].id, records[0].payload or {}) if records else None
+        return decode(records[0].id, records[0].payload) if records else None
 
     async def search(
         self,
@@ -297,7 +298,7 @@ class EdgeVectorStore:
         if sparse is None or not sparse.indices:
             request = qe.QueryRequest(limit=limit, query=dense, filter=query_filter, with_payload=True)
             points = await self._run(lambda: self._shard.query(request))
-            return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in points]
+            return [ScoredMemory(m, float(p.score)) for p in points if (m := decode(p.id, p.payload))]
         keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
         depth = prefetch_limit(limit)
         # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
@@ -320,10 +321,11 @@ class EdgeVectorStore:
         )
         return merge_hybrid(
             vector,
-            [(from_payload(p.id, p.payload or {}), float(p.score), terms_of(p.vector)) for p in dense_points],
+            [(m, float(p.score), terms_of(p.vector)) for p in dense_points if (m := decode(p.id, p.payload))],
             [
-                (from_payload(p.id, p.payload or {}), float(p.score), (p.vector or {})[DENSE], terms_of(p.vector))
+                (m, float(p.score), (p.vector or {})[DENSE], terms_of(p.vector))
                 for p in keyword_points
+                if (m := decode(p.id, p.payload))
             ],
         )
 
@@ -348,7 +350,7 @@ class EdgeVectorStore:
             return points, (self._shard.retrieve(new, True, [DENSE, SPARSE]) if new else [])
 
         points, records = await self._run(query_then_fetch_new)  # one worker-thread hop
-        fetched = ((from_payload(r.id, r.payload or {}), (r.vector or {})[DENSE], terms_of(r.vector)) for r in records)
+        fetched = ((m, (r.vector or {})[DENSE], terms_of(r.vector)) for r in records if (m := decode(r.id, r.payload)))
         hits = [(str(p.id), float(p.score)) for p in points]
         return keyword_only_hits(vector, scope.tenant, hits, known, fetched)
 
@@ -357,7 +359,7 @@ class EdgeVectorStore:
         newest_first = qe.OrderBy("created_at", direction=qe.Direction.Desc)
         request = qe.ScrollRequest(limit=1, filter=flt, with_payload=True, order_by=newest_first)
         records, _ = await self._run(lambda: self._shard.scroll(request))
-        return from_payload(records[0].id, records[0].payload or {}) if records else None
+        return decode(records[0].id, records[0].payload) if records else None
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:
         must: list[Any] = scope_conditions(scope, query.namespaces)
@@ -369,7 +371,7 @@ class EdgeVectorStore:
             offset=query.after, limit=query.limit, filter=qe.Filter(must=must), with_payload=True
         )
         records, next_offset = await self._run(lambda: self._shard.scroll(request))
-        memories = [from_payload(r.id, r.payload or {}) for r in records]
+        memories = decode_all(records)
         return memories, (str(next_offset) if next_offset is not None else None)
 
     async def count(self, scope: NamespaceScope, namespaces: tuple[str, ...]) -> int:

@@ -44,7 +44,8 @@ from memory.stores.common import (
 from memory.stores.payload import (
     STATUS_ACTIVE,
     TENANT_FIELD,
-    from_payload,
+    decode,
+    decode_all,
     recallable_statuses,
     to_payload,
 )
@@ -170,7 +171,7 @@ class QdrantServerStore:
                 self._collection, scroll_filter=flt, limit=limit, offset=offset, with_payload=True
             )
         )
-        memories = [from_payload(r.id, r.payload or {}) for r in records]
+        memories = decode_all(records)
         return memories, (str(next_offset) if next_offset is not None else None)
 
     # -- writes ----------------------------------------------------------------------------------------------
@@ -297,7 +298,7 @@ class QdrantServerStore:
                     with_payload=True,
                 )
             )
-            return [ScoredMemory(from_payload(p.id, p.payload or {}), float(p.score)) for p in response.points]
+            return [ScoredMemory(m, float(p.score)) for p in response.points if (m := decode(p.id, p.payload))]
         keywords = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
         depth = prefetch_limit(limit)
         # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
@@ -327,13 +328,15 @@ class QdrantServerStore:
         return merge_hybrid(
             vector,
             [
-                (from_payload(p.id, p.payload or {}), float(p.score), terms_of(p.vector))
+                (m, float(p.score), terms_of(p.vector))
                 for r in nearest
                 for p in r.points
+                if (m := decode(p.id, p.payload))
             ],
             [
-                (from_payload(p.id, p.payload or {}), float(p.score), _dense_of(p.vector), terms_of(p.vector))
+                (m, float(p.score), _dense_of(p.vector), terms_of(p.vector))
                 for p in by_keyword.points
+                if (m := decode(p.id, p.payload))
             ],
         )
 
@@ -370,7 +373,7 @@ class QdrantServerStore:
             if new
             else []
         )
-        fetched = ((from_payload(r.id, r.payload or {}), _dense_of(r.vector), terms_of(r.vector)) for r in records)
+        fetched = ((m, _dense_of(r.vector), terms_of(r.vector)) for r in records if (m := decode(r.id, r.payload)))
         hits = [(str(p.id), float(p.score)) for p in response.points]
         return keyword_only_hits(vector, scope.tenant, hits, known, fetched)
 
@@ -382,7 +385,7 @@ class QdrantServerStore:
                 self._collection, scroll_filter=flt, limit=1, order_by=newest_first, with_payload=True
             )
         )
-        return from_payload(records[0].id, records[0].payload or {}) if records else None
+        return decode(records[0].id, records[0].payload) if records else None
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[builtins.list[Memory], str | None]:
         must = scope_conditions(scope, query.namespaces)
