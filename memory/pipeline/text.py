@@ -3,6 +3,11 @@
 Everything here is pure and deterministic: the same text always gives the same tokens, for documents and queries
 alike. Tokens are lowercase NFKC words for alphabetic scripts (English stop words dropped, a light suffix stemmer
 applied) and, for CJK runs, overlapping character bigrams plus the single characters that carry meaning.
+
+Every scan is linear in the input (hostile text up to the content limit costs about a millisecond per kilobyte):
+the patterns only start at word starts and never backtrack into a word, and a word longer than `MAX_WORD_CHARS`
+("a" x 8000, a run of digits) is cut into pieces of that size, the same for documents and queries, before it is
+stemmed or joined.
 """
 
 from __future__ import annotations
@@ -15,7 +20,15 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 CJK_RUN = re.compile(f"[{_CJK}]+")
 _HAS_CJK = re.compile(f"[{_CJK}]")
 _WORD = re.compile(r"[^\W_]+")
-_JOINED = re.compile(r"[^\W_]+(?:[-_./:#][^\W_]+)+")
+_JOINERS = re.compile(r"[-_./:#]")
+# Words joined by single `-_./:#` (a code like "ZX-4471"). It starts only at a word start and never gives back a
+# word it took (possessive), so a failed attempt never rescans a word: the plain `[^\W_]+(?:[-_./:#][^\W_]+)+`
+# retried from every character of a long word (quadratic: 2 s for one 8,000-letter word).
+_JOINED = re.compile(r"(?<![^\W_])[^\W_]++(?:[-_./:#][^\W_]++)+")
+_HAS_DIGIT = re.compile(r"\d")
+# longer "words" (a hash, a run of digits, one letter repeated) are cut into pieces of this size: no real word is
+# this long, and the pieces of a document and of a query cut the same way still meet
+MAX_WORD_CHARS = 64
 # "Speaker: text" (record_turn writes "user: ...", imports write "Caroline: ..."): a short name, then a colon,
 # possibly after a bracketed date ("[8 May, 2023] Caroline: ...").
 # A full-width colon needs no space after it ("小明：我明天去").
@@ -80,16 +93,26 @@ def stem(word: str) -> str:
     return word
 
 
+def pieces(word: str) -> list[str]:
+    """`word` cut into pieces of at most `MAX_WORD_CHARS` (a normal word is its own single piece)."""
+    if len(word) <= MAX_WORD_CHARS:
+        return [word]
+    return [word[i : i + MAX_WORD_CHARS] for i in range(0, len(word), MAX_WORD_CHARS)]
+
+
 def _word_tokens(segment: str) -> list[str]:
     tokens: list[str] = []
     for word in _WORD.findall(segment):
         if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
             continue
-        tokens.append(stem(word))
-    # codes like "ZX-4471" or "v2.3": also the joined form, so "zx4471" and "zx-4471" meet
-    for joined in _JOINED.findall(segment):
-        if any(c.isdigit() for c in joined):
-            tokens.append(re.sub(r"[-_./:#]", "", joined))
+        if len(word) > MAX_WORD_CHARS:
+            tokens.extend(stem(piece) for piece in pieces(word))
+        else:
+            tokens.append(stem(word))
+    # codes like "ZX-4471" or "v2.3": also the joined form, so "zx4471" and "zx-4471" meet (kept whole: a long
+    # one costs only its own length, and URLs keep meeting their own joined form)
+    if _JOINERS.search(segment):
+        tokens.extend(_JOINERS.sub("", joined) for joined in _JOINED.findall(segment) if _HAS_DIGIT.search(joined))
     return tokens
 
 
