@@ -21,9 +21,13 @@ from __future__ import annotations
 import calendar
 import re
 import unicodedata
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from itertools import islice
+
+from memory.pipeline.budget import CpuBudget, check
 
 _WEEKDAYS_EN = {
     "mon": 0,
@@ -248,39 +252,72 @@ _AHEAD_ONLY = frozenset(
     {"day_after_tomorrow", "tomorrow", "in_three_days", "in_two_days", "next_weekday", "next_weekend", "next_week"}
     | {"next_month", "in_days", "in_hours"}
 )
-_SENTENCE_END = re.compile(r"[.!?;。！？；]+(?:\s+|$)|\n")
+_SENTENCE_PUNCTUATION = ".!?;。！？；"
+_SENTENCE_END = re.compile(rf"[{_SENTENCE_PUNCTUATION}]+(?:\s+|$)|\n")
 _SAME_DAY = re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b|今[天日晚早夜]", re.IGNORECASE)
 
 
-def _candidates(text: str, today: date) -> Iterator[tuple[str, re.Match[str], date]]:
+# At most this many matches of each rule are examined: a text that repeats a time phrase hundreds of times ("Dec
+# 5 Dec 5 ...") says nothing more than its first ones, and each match costs a resolution and a sentence look-up.
+MAX_MATCHES_PER_RULE = 32
+
+
+def _candidates(text: str, today: date, budget: CpuBudget | None) -> Iterator[tuple[str, re.Match[str], date]]:
     for name, pattern, resolve in _RULES:
-        for match in pattern.finditer(text):
+        for match in islice(pattern.finditer(text), MAX_MATCHES_PER_RULE):
+            check(budget)
             day = resolve(match, today)
             if day is not None:
                 yield name, match, day
-    for match in _SAME_DAY.finditer(text):
+    for match in islice(_SAME_DAY.finditer(text), MAX_MATCHES_PER_RULE):
+        check(budget)
         yield "today", match, today
 
 
-def _sentence_around(text: str, start: int, end: int) -> str:
-    """The sentence of `text` that holds the span [start, end)."""
-    left = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
-    after = _SENTENCE_END.search(text, end)
-    return text[left : after.start() if after else len(text)]
+class _Sentences:
+    """The sentences of a text, found in one pass, and whether each reads as a plan (tested once per sentence;
+    testing the sentence around each match again cost a scan of the whole text per match: 7 s for 8,000
+    characters of "Dec 5 " with no sentence end)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        ends = list(_SENTENCE_END.finditer(text))
+        self._ends = [m.end() for m in ends]
+        self._starts = [m.start() for m in ends]
+        self._not_a_plan: dict[tuple[int, int], bool] = {}
+
+    def around(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the sentence that holds [start, end): after the last sentence end before `start` (or a run
+        of sentence punctuation right before it) up to the first one from `end`."""
+        before = bisect_right(self._ends, start)
+        left = self._ends[before - 1] if before else 0
+        if start > left and self.text[start - 1] in _SENTENCE_PUNCTUATION:
+            left = start
+        after = bisect_left(self._starts, end)
+        return left, self._starts[after] if after < len(self._starts) else len(self.text)
+
+    def not_a_plan(self, start: int, end: int) -> bool:
+        """Whether the sentence around [start, end) is in the past tense, conditional or ongoing."""
+        span = self.around(start, end)
+        if span not in self._not_a_plan:
+            sentence = self.text[span[0] : span[1]]
+            self._not_a_plan[span] = bool(_PAST.search(sentence) or _NOT_A_PLAN.search(sentence))
+        return self._not_a_plan[span]
 
 
-def find_expiry(content: str, reference: datetime) -> TimeBound | None:
-    """The expiry of a time-bound fact stated at `reference` (a timezone-aware time), or None."""
+def find_expiry(content: str, reference: datetime, budget: CpuBudget | None = None) -> TimeBound | None:
+    """The expiry of a time-bound fact stated at `reference` (a timezone-aware time), or None. Linear in the
+    text; with a `budget`, raises `BudgetExhausted` when it runs out (the caller then sets no expiry)."""
     text = " ".join(unicodedata.normalize("NFKC", content).split())
     if _NOT_A_DEADLINE.search(text):
         return None
     today = reference.date()
+    sentences = _Sentences(text)
     best: TimeBound | None = None
-    for rule, match, day in _candidates(text, today):
+    for rule, match, day in _candidates(text, today, budget):
         if day < today:
             continue
-        sentence = _sentence_around(text, match.start(), match.end())
-        if rule not in _AHEAD_ONLY and (_PAST.search(sentence) or _NOT_A_PLAN.search(sentence)):
+        if rule not in _AHEAD_ONLY and sentences.not_a_plan(match.start(), match.end()):
             continue  # "I went to the gym today", "we won on Friday": the day is this one or already gone
         if best is None or day > best.day:
             best = TimeBound(_end_of(day, reference), day, match.group(0), rule)
