@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from itertools import islice
 
+from memory.pipeline.budget import CpuBudget, check
 from memory.pipeline.text import split_speaker, stem
 
 SINGLE = "single"  # one value at a time: a new value replaces the old one
@@ -233,13 +235,22 @@ def purpose(value: str) -> str | None:
     return chinese.group(1) if chinese else None
 
 
-def extract(content: str) -> list[Claim]:
-    """The claims of `content`, at most one per attribute (the first statement of it wins)."""
+# At most this many matches of each shape are examined: the first statement of an attribute wins anyway, and a
+# text repeating a shape ("I live in I live in ...") otherwise paid for each repeat.
+MAX_MATCHES_PER_SHAPE = 16
+
+
+def extract(content: str, budget: CpuBudget | None = None) -> list[Claim]:
+    """The claims of `content`, at most one per attribute (the first statement of it wins). Linear in the text;
+    with a `budget`, raises `BudgetExhausted` when it runs out."""
     speaker, body = split_speaker(content)
     text = " ".join(unicodedata.normalize("NFKC", body).replace("’", "'").split())
     claims: dict[str, Claim] = {}
+    strong_change: bool | None = None  # whether the text marks a change: searched once, when first needed
     for kind, template, pattern in (*_ENGLISH, *_CHINESE):
-        for match in pattern.finditer(text):
+        check(budget)
+        for match in islice(pattern.finditer(text), MAX_MATCHES_PER_SHAPE):
+            check(budget)
             groups = match.groupdict()
             value = _clean_value(groups.get("val") or "")
             if not value or value in _PRONOUNS or _DESCRIPTION.match(value):
@@ -255,7 +266,11 @@ def extract(content: str) -> list[Claim]:
             elif "{attr}" in template:
                 attr = " ".join(groups["attr"].lower().replace("colour", "color").split())
                 name = template.replace("{attr}", attr)
-            changed = template.endswith("*") or STRONG_CHANGE.search(text) is not None
             attribute = f"{_owner(groups.get('subj') or 'i', speaker)}|{name}"
-            claims.setdefault(attribute, Claim(attribute, value, kind, positive, changed))
+            if attribute in claims:
+                continue
+            if strong_change is None:
+                strong_change = STRONG_CHANGE.search(text) is not None
+            changed = template.endswith("*") or strong_change
+            claims[attribute] = Claim(attribute, value, kind, positive, changed)
     return list(claims.values())
