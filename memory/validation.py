@@ -1,20 +1,23 @@
 """Input checks shared by every engine entry point: limits, and parsers that turn raw values into typed ones.
 
 Each check raises `InvalidArgument` with a message that says what is wrong and what is allowed, before anything
-is written.
+is written. What any stored value must be (bounded instants, finite numbers, clean strings, bounded nesting) is
+`memory.values`; the checks here apply it to each argument.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from memory.errors import InvalidArgument
 from memory.models import MemoryKind
+from memory.values import check_instant, check_json_value, check_text
 
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]{0,127}")
 REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]{0,127}")
@@ -41,6 +44,7 @@ class EngineLimits:
 def check_content(content: object, limits: EngineLimits, *, field: str = "content") -> str:
     if not isinstance(content, str):
         raise InvalidArgument(f"{field} must be a string")
+    check_text(content, field)
     stripped = content.strip()
     if not stripped:
         raise InvalidArgument(f"{field} must not be empty")
@@ -60,7 +64,12 @@ def check_kind(kind: object) -> MemoryKind:
 def check_importance(value: float | None) -> float | None:
     if value is None:
         return None
-    if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or not 0.0 <= float(value) <= 1.0
+    ):
         raise InvalidArgument("importance must be a number from 0 to 1")
     return float(value)
 
@@ -70,11 +79,13 @@ def check_tags(tags: Sequence[str] | None, limits: EngineLimits) -> list[str]:
         return []
     if len(tags) > limits.max_tags:
         raise InvalidArgument(f"at most {limits.max_tags} tags are allowed")
+    if isinstance(tags, str):  # a str is a Sequence[str] too: "ab" must not become the tags "a" and "b"
+        raise InvalidArgument("tags must be a list of strings")
     clean: list[str] = []
     for tag in tags:
         if not isinstance(tag, str) or not tag.strip() or len(tag) > limits.max_tag_chars:
             raise InvalidArgument(f"each tag must be a non-empty string of at most {limits.max_tag_chars} chars")
-        clean.append(tag.strip())
+        clean.append(check_text(tag, "a tag").strip())
     return list(dict.fromkeys(clean))
 
 
@@ -83,8 +94,9 @@ def check_json_object(value: dict[str, Any] | None, max_bytes: int, field: str) 
         return {}
     if not isinstance(value, dict):
         raise InvalidArgument(f"{field} must be a JSON object")
+    check_json_value(value, field)  # bounded depth first: json.dumps recurses
     try:
-        size = len(json.dumps(value, ensure_ascii=False).encode())
+        size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
     except (TypeError, ValueError):
         raise InvalidArgument(f"{field} must be JSON-serialisable") from None
     if size > max_bytes:
@@ -141,7 +153,8 @@ def check_role(value: object) -> str:
 
 
 def parse_instant(value: object, field: str) -> datetime | None:
-    """Parse an ISO 8601 timestamp; a value without a zone is taken as UTC."""
+    """Parse an ISO 8601 timestamp; a value without a zone is taken as UTC. It must lie within years 1970-2200
+    once converted to UTC (`memory.values.check_instant`)."""
     if value is None:
         return None
     if not isinstance(value, str):
@@ -150,4 +163,4 @@ def parse_instant(value: object, field: str) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise InvalidArgument(f"{field} is not an ISO 8601 timestamp: use e.g. 2026-05-01T09:30:00Z") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return check_instant(parsed, field)
