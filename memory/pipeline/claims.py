@@ -17,12 +17,11 @@ First-person claims belong to the speaker of a "Speaker: text" memory (record_tu
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from itertools import islice
 
 from memory.pipeline.budget import CpuBudget, check
-from memory.pipeline.text import split_speaker, stem
+from memory.pipeline.text import nfkc, split_speaker, stem
 
 SINGLE = "single"  # one value at a time: a new value replaces the old one
 USES = "uses"  # several can hold at once: replaced only when the new one says it is a change
@@ -244,7 +243,7 @@ def extract(content: str, budget: CpuBudget | None = None) -> list[Claim]:
     """The claims of `content`, at most one per attribute (the first statement of it wins). Linear in the text;
     with a `budget`, raises `BudgetExhausted` when it runs out."""
     speaker, body = split_speaker(content)
-    text = " ".join(unicodedata.normalize("NFKC", body).replace("’", "'").split())
+    text = " ".join(nfkc(body).replace("’", "'").split())
     claims: dict[str, Claim] = {}
     strong_change: bool | None = None  # whether the text marks a change: searched once, when first needed
     for kind, template, pattern in (*_ENGLISH, *_CHINESE):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import calendar
 import re
-import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from datetime import date, datetime, time, timedelta
 from itertools import islice
 
 from memory.pipeline.budget import CpuBudget, check
+from memory.pipeline.text import nfkc
 
 _WEEKDAYS_EN = {
     "mon": 0,
@@ -308,7 +308,7 @@ class _Sentences:
 def find_expiry(content: str, reference: datetime, budget: CpuBudget | None = None) -> TimeBound | None:
     """The expiry of a time-bound fact stated at `reference` (a timezone-aware time), or None. Linear in the
     text; with a `budget`, raises `BudgetExhausted` when it runs out (the caller then sets no expiry)."""
-    text = " ".join(unicodedata.normalize("NFKC", content).split())
+    text = " ".join(nfkc(content).split())
     if _NOT_A_DEADLINE.search(text):
         return None
     today = reference.date()

@@ -26,14 +26,19 @@ _JOINERS = re.compile(r"[-_./:#]")
 # retried from every character of a long word (quadratic: 2 s for one 8,000-letter word).
 _JOINED = re.compile(r"(?<![^\W_])[^\W_]++(?:[-_./:#][^\W_]++)+")
 _HAS_DIGIT = re.compile(r"\d")
+_DIGITS = re.compile(r"\d+")
 # longer "words" (a hash, a run of digits, one letter repeated) are cut into pieces of this size: no real word is
 # this long, and the pieces of a document and of a query cut the same way still meet
 MAX_WORD_CHARS = 64
+# The text rules read at most this many characters of a text after NFKC (the content limit is 8,000 by default)
+MAX_ANALYSED_CHARS = 10_000
 # "Speaker: text" (record_turn writes "user: ...", imports write "Caroline: ..."): a short name, then a colon,
 # possibly after a bracketed date ("[8 May, 2023] Caroline: ...").
 # A full-width colon needs no space after it ("小明：我明天去").
+# The name ends in a non-space and the spaces around the colon are taken possessively, so a text of spaces after
+# a letter is not retried at every split of the name.
 _SPEAKER = re.compile(
-    r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?([A-Za-z][\w .'-]{0,39}|[" + _CJK + r"]{1,8})\s*(?::\s+|：\s*)(?=\S)"
+    r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?([A-Za-z](?:[\w .'-]{0,38}[\w.'-])?|[" + _CJK + r"]{1,8})\s*+(?::\s++|：\s*+)(?=\S)"
 )
 
 _STOPWORD_TEXT = """
@@ -52,9 +57,15 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 CJK_STOP_CHARS = frozenset("的了是我你他她它们在和就都也很吗呢吧啊呀有这那一个不么着过把被给对与及或而")
 
 
+def nfkc(text: str) -> str:
+    """NFKC of `text`, cut at `MAX_ANALYSED_CHARS`: a few characters expand 18-fold ("\ufdfa"), and the text rules
+    read only this much."""
+    return unicodedata.normalize("NFKC", text)[:MAX_ANALYSED_CHARS]
+
+
 def normalize(text: str) -> str:
-    """NFKC, case-folded, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    """NFKC (cut at `MAX_ANALYSED_CHARS`), case-folded, whitespace collapsed."""
+    return " ".join(nfkc(text).casefold().split())
 
 
 def has_cjk(text: str) -> bool:
@@ -143,4 +154,4 @@ def content_words(text: str) -> set[str]:
 
 def numbers(text: str) -> set[str]:
     """The digit groups of a text ("555-1234" gives {"555", "1234"})."""
-    return set(re.findall(r"\d+", unicodedata.normalize("NFKC", text)))
+    return set(_DIGITS.findall(nfkc(text)))
