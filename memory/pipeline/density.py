@@ -12,6 +12,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from memory.pipeline.budget import CpuBudget, check
 from memory.pipeline.text import normalize, split_speaker
 
 # Whole phrases, by category; the content is low-information when it is a sequence of these and nothing else.
@@ -235,13 +236,15 @@ def _verdict(body: str) -> set[str] | None:
     return _decompose(text) if text else None
 
 
-def assess(content: str) -> DensityVerdict:
-    """Whether `content` is only chit-chat, and why."""
+def assess(content: str, budget: CpuBudget | None = None) -> DensityVerdict:
+    """Whether `content` is only chit-chat, and why. Linear in the text (only a short one is split into
+    phrases); with a `budget`, raises `BudgetExhausted` when it runs out."""
     _, body = split_speaker(content)
     if all(_is_symbol(c) for c in body):
         return DensityVerdict(True, "low_information: only emoji, punctuation or symbols")
     if len(body) > _MAX_CHARS:
         return DensityVerdict(False)
+    check(budget)
     categories = _verdict(body)
     if categories is None:
         # "Thanks, Mel!" / "Hey Caroline": one capitalised name addressed beside the chit-chat

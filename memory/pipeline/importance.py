@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.pipeline.budget import CpuBudget, check
 from memory.pipeline.text import content_words, has_cjk
 
 BASE = 0.5
@@ -78,8 +79,9 @@ class ImportanceVerdict:
     rules: tuple[str, ...]
 
 
-def rate(content: str, *, time_bound: bool = False) -> ImportanceVerdict:
-    """The rule-based importance of `content` (0..1) and the names of the rules that fired."""
+def rate(content: str, *, time_bound: bool = False, budget: CpuBudget | None = None) -> ImportanceVerdict:
+    """The rule-based importance of `content` (0..1) and the names of the rules that fired. Linear in the text;
+    with a `budget`, raises `BudgetExhausted` between rules when it runs out."""
     rules: list[str] = []
     value = BASE
     for name, pattern, boost in (
@@ -88,15 +90,18 @@ def rate(content: str, *, time_bound: bool = False) -> ImportanceVerdict:
         ("personal", _PERSONAL, 0.1),
         ("specifics", _SPECIFICS, 0.1),
     ):
+        check(budget)
         if pattern.search(content):
             rules.append(name)
             value += boost
     if time_bound:
         rules.append("time_bound")
         value += 0.05
+    check(budget)
     if _EXPLICIT.search(content):
         rules.append("explicit")
         value = max(value, EXPLICIT_FLOOR)
+    check(budget)
     if not rules and _SMALL_TALK.search(content) and _words_left(_SMALL_TALK.sub(" ", content)) <= 2:
         rules.append("small_talk")
         value = SMALL_TALK
