@@ -1,5 +1,5 @@
-"""The engine's seams: `VectorStore`, `Embedder` and `WorkingMemoryStore` protocols, one implementation each
-per backend, and the optional `ImportanceRater` (an LLM). Every store call takes a `NamespaceScope`;
+"""The engine's seams: `VectorStore`, `Embedder`, `WorkingMemoryStore` and `NamespaceLocks` protocols, one
+implementation each per backend, and the optional `ImportanceRater` (an LLM). Every store call takes a `NamespaceScope`;
 implementations turn it into the tenant and namespace filter (vector store) or key prefix (working memory)
 themselves."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -203,4 +204,13 @@ class ImportanceRater(Protocol):
     async def rate(self, content: str) -> float:
         """The importance of `content`, 0..1. Raises `BackendUnavailable` when it cannot rate; the write path also
         bounds the call with a deadline and falls back to the rules either way."""
+        ...
+
+
+class NamespaceLocks(Protocol):
+    """Serialises the multi-step writes of one namespace (dedup check, conflict search, store, supersede)."""
+
+    def hold(self, tenant: str, namespace: str) -> AbstractAsyncContextManager[None]:
+        """Hold the lock of one namespace for the body of an `async with`; raises the retryable
+        `BackendUnavailable` when it cannot be had within a bounded wait."""
         ...

@@ -1,11 +1,10 @@
 """The recall path's steps around the store search: the checked filter of a `RecallRequest`, the candidates
-turned into scored hits (a superseded match answered by the memory that replaced it), and what a caller may
-see of a shared copy's origin. `MemoryService.recall` strings them together."""
+turned into scored hits (a superseded match answered by the memory that replaced it). What a caller may see of
+the links a hit carries is `memory.visibility`. `MemoryService.recall` strings them together."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 
 from memory.cues import QueryCues
@@ -104,16 +103,3 @@ async def current_version(
             return None
         memory = successor
     return None
-
-
-async def without_foreign_origins(store: VectorStore, scope: NamespaceScope, memories: list[Memory]) -> list[Memory]:
-    """Shared copies name their origin only to callers who can read it: a reader of the shared namespace
-    alone must not learn that a private original exists, nor its id."""
-    visible: dict[str, bool] = {}
-    shown = []
-    for memory in memories:
-        origin = memory.origin_id
-        if origin is not None and origin not in visible:
-            visible[origin] = await store.get(scope, origin) is not None
-        shown.append(memory if origin is None or visible[origin] else replace(memory, origin_id=None))
-    return shown

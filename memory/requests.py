@@ -28,6 +28,9 @@ class WriteRequest:
     # imports of exported records: they passed the write pipeline once, so no density filter and no update of a
     # near-duplicate in place (exact repeats are still skipped, contradicted memories still superseded)
     imported: bool = False
+    # imports of a record exported as forgotten: stored forgotten in the same step (never live in between)
+    deleted_at: datetime | None = None
+    delete_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import pytest
 
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
-from memory.models import WriteOutcome, WriteStatus
+from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.pipeline import PIPELINE_KEY, PipelineSettings
 from memory.ports import RecallFilter
 from memory.requests import ListRequest, RecallRequest, WriteRequest
@@ -35,6 +35,10 @@ async def write(service: MemoryService, who: NamespaceScope, content: str, **kwa
 
 async def recalled(service: MemoryService, who: NamespaceScope, query: str, **kwargs: Any) -> list[str]:
     return [h.memory.content for h in await service.recall(who, RecallRequest(query=query, **kwargs))]
+
+
+async def listed(service: MemoryService, who: NamespaceScope) -> list[Memory]:
+    return (await service.list(who, ListRequest(include_deleted=True))).memories
 
 
 # -- 1. density ------------------------------------------------------------------------------------------------
@@ -214,15 +218,35 @@ async def test_a_forced_write_is_never_merged_into_a_near_duplicate(service: Mem
     assert forced.memory.id != first.memory.id
 
 
-async def test_superseding_an_origin_also_supersedes_its_shared_copies(service: MemoryService, acme: str) -> None:
+async def test_a_new_value_shared_to_the_same_namespace_supersedes_the_old_copy_there(
+    service: MemoryService, acme: str
+) -> None:
+    both = scope(acme, write=["user:1", "team:1"])
+    await write(service, both, "I live in Berlin", share_to=["team:1"])
+
+    moved = await write(service, both, "I moved to Paris", share_to=["team:1"])
+
+    team = scope(acme, read=["team:1"])
+    [new_copy] = [m for m in await listed(service, team) if m.content == "I moved to Paris"]
+    [old_copy] = [m for m in await listed(service, team) if m.content == "I live in Berlin"]
+    assert old_copy.superseded_by == new_copy.id  # a link the team reader can follow, never the private id
+    assert new_copy.supersedes == [old_copy.id]
+    assert moved.memory.id not in {old_copy.superseded_by, *new_copy.supersedes}
+    assert await recalled(service, team, "where does the user live") == ["I moved to Paris"]
+    assert await recalled(service, both, "where does the user live") == ["I moved to Paris"]
+
+
+async def test_a_new_value_kept_private_leaves_the_shared_copy_as_the_team_was_told(
+    service: MemoryService, acme: str
+) -> None:
     both = scope(acme, write=["user:1", "team:1"])
     await write(service, both, "I live in Berlin", share_to=["team:1"])
 
     await write(service, both, "I moved to Paris")
 
     team = scope(acme, read=["team:1"])
-    assert await recalled(service, team, "where does the user live") == []
-    assert await recalled(service, both, "where does the user live") == ["I moved to Paris"]
+    assert await recalled(service, team, "where does the user live") == ["I live in Berlin"]
+    assert await recalled(service, scope(acme, read=["user:1"]), "where does the user live") == ["I moved to Paris"]
 
 
 async def test_an_old_statement_imported_later_is_stored_as_superseded_by_the_newer_fact(

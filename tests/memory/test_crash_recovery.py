@@ -1,0 +1,102 @@
+"""A multi-step write killed at any step is completed by its retry: SIGKILL a child process just before each
+mutating store call of a supersession (store the new memory and its copy, mark the old one, mark its copy) and
+of a forget with copies, on the embedded engine and on qdrant-client's local mode (the server code path), then
+retry the same request in a fresh process and check nothing is left half-applied."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory.clock import SystemClock
+from memory.embedders import WordLlamaEmbedder
+from memory.models import Memory, WriteStatus
+from memory.ports import VectorStore
+from memory.requests import ListRequest, WriteRequest
+from memory.service import MemoryService
+from tests.memory.conftest import scope
+from tests.memory.crash_child import BOTH, OPERATIONS, open_store
+
+pytestmark = pytest.mark.anyio
+
+BACKENDS = ["edge", "qdrant"]
+TENANT = "acme"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_child(backend: str, path: Path, operation: str, kill_at: int) -> int:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "tests.memory.crash_child", backend, str(path), TENANT, operation, str(kill_at)]
+    return subprocess.run(command, env=env, cwd=ROOT, timeout=120, check=False).returncode
+
+
+async def run_here(backend: str, path: Path, embedder: WordLlamaEmbedder, operation: str) -> list[Memory]:
+    """Run `operation` to the end in this process; return every memory of both namespaces afterwards."""
+    store = await open_store(backend, path, embedder)
+    try:
+        service = MemoryService(store, embedder, SystemClock())
+        await OPERATIONS[operation](service, scope(TENANT, write=BOTH))
+        return await everything(service)
+    finally:
+        await store.close()
+
+
+async def everything(service: MemoryService) -> list[Memory]:
+    page = await service.list(scope(TENANT, write=BOTH), ListRequest(include_deleted=True, limit=200))
+    return page.memories
+
+
+def live(memories: list[Memory], namespace: str) -> list[str]:
+    return sorted(
+        m.content for m in memories if m.namespace == namespace and m.deleted_at is None and m.superseded_by is None
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kill_at", [1, 2, 3, 0])  # before storing, before each of the two marks, not at all
+async def test_a_supersession_killed_at_any_step_is_completed_by_the_retry_of_the_same_request(
+    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+) -> None:
+    path = tmp_path / "store"
+    await run_here(backend, path, embedder, "setup")
+
+    code = run_child(backend, path, "move", kill_at)
+    assert code == (0 if kill_at == 0 else -9)
+
+    store: VectorStore = await open_store(backend, path, embedder)
+    try:
+        service = MemoryService(store, embedder, SystemClock())
+        retry = WriteRequest(content="I moved to Paris", subject="agent-1", share_to=["team:1"], request_id="move-1")
+        outcome = await service.write(scope(TENANT, write=BOTH), retry)
+        memories = await everything(service)
+    finally:
+        await store.close()
+
+    assert outcome.status is WriteStatus.CREATED  # the first attempt's answer, never "duplicate"
+    assert live(memories, "user:1") == ["I moved to Paris"]
+    assert live(memories, "team:1") == ["I moved to Paris"]
+    by_content = {(m.namespace, m.content): m for m in memories}
+    for namespace in BOTH:
+        old, new = by_content[namespace, "I live in Berlin"], by_content[namespace, "I moved to Paris"]
+        assert old.superseded_by == new.id
+        assert new.supersedes == [old.id]
+    assert len(memories) == 4  # one new memory and one new copy, whatever the step the first attempt died at
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kill_at", [1, 2, 0])  # before forgetting the copy, before the origin, not at all
+async def test_a_forget_killed_at_any_step_is_completed_by_its_retry(
+    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+) -> None:
+    path = tmp_path / "store"
+    await run_here(backend, path, embedder, "setup")
+
+    assert run_child(backend, path, "forget", kill_at) == (0 if kill_at == 0 else -9)
+    memories = await run_here(backend, path, embedder, "forget")
+
+    assert [m.deleted_at is not None for m in memories] == [True, True]
+    assert {m.delete_reason for m in memories} == {"moved out"}
