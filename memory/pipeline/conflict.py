@@ -28,6 +28,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from memory.models import Memory
+from memory.pipeline.budget import BudgetExhausted, CpuBudget, check
 from memory.pipeline.claims import PREFERENCE, SINGLE, STRONG_CHANGE, USES, WEAK_CHANGE, Claim, extract, purpose
 from memory.pipeline.settings import PipelineSettings
 from memory.pipeline.text import content_words, numbers, split_speaker
@@ -58,6 +59,7 @@ class ConflictDecision:
     update_similarity: float | None = None
     supersede: list[Superseded] = field(default_factory=list)
     superseded_by: Superseded | None = None
+    unexamined: int = 0  # candidates left alone because the CPU budget ran out (see `decide`)
 
     @property
     def action(self) -> ConflictAction:
@@ -74,8 +76,48 @@ def _words(text: str) -> set[str]:
     return content_words(split_speaker(text)[1])
 
 
-def _speaker(text: str) -> str | None:
-    return split_speaker(text)[0]
+class _Statement:
+    """One text and what the rules read from it, each computed once when first needed (a write compares its
+    statement with up to 16 candidates: re-reading it for each cost up to 0.4 s on hostile text)."""
+
+    def __init__(self, content: str, claims: Sequence[Claim] | None = None, budget: CpuBudget | None = None) -> None:
+        self.content = content
+        self._budget = budget
+        self._claims = {c.attribute: c for c in claims} if claims is not None else None
+        self._speaker: tuple[str | None] | None = None
+        self._numbers: set[str] | None = None
+        self._negations: int | None = None
+        self._words: set[str] | None = None
+
+    @property
+    def claims(self) -> dict[str, Claim]:
+        if self._claims is None:
+            self._claims = {c.attribute: c for c in extract(self.content, self._budget)}
+        return self._claims
+
+    @property
+    def speaker(self) -> str | None:
+        if self._speaker is None:
+            self._speaker = (split_speaker(self.content)[0],)
+        return self._speaker[0]
+
+    @property
+    def numbers(self) -> set[str]:
+        if self._numbers is None:
+            self._numbers = numbers(self.content)
+        return self._numbers
+
+    @property
+    def negations(self) -> int:
+        if self._negations is None:
+            self._negations = _negations(self.content)
+        return self._negations
+
+    @property
+    def words(self) -> set[str]:
+        if self._words is None:
+            self._words = _words(self.content)
+        return self._words
 
 
 def _overlap(a: set[str], b: set[str]) -> float:
@@ -102,12 +144,10 @@ def _claim_conflict(new: Claim, old: Claim, content: str, similarity: float, set
     return None
 
 
-def _supersession(
-    content: str, claims: Sequence[Claim], old_content: str, similarity: float, settings: PipelineSettings
-) -> str | None:
-    """Why the statement `content` replaces the older statement `old_content`, or None."""
-    old_claims = {c.attribute: c for c in extract(old_content)}
-    shared = [(claim, old_claims[claim.attribute]) for claim in claims if claim.attribute in old_claims]
+def _supersession(new: _Statement, old: _Statement, similarity: float, settings: PipelineSettings) -> str | None:
+    """Why the statement `new` replaces the older statement `old`, or None."""
+    content, old_claims = new.content, old.claims if new.claims else {}  # the old text is read only if needed
+    shared = [(claim, old_claims[claim.attribute]) for claim in new.claims.values() if claim.attribute in old_claims]
     if shared:  # the same attribute of the same person: the values decide
         for claim, previous in shared:
             reason = (
@@ -120,25 +160,21 @@ def _supersession(
     if marker is not None and similarity >= settings.marker_similarity:
         # the words just before the marker name what changed ("the team meeting moved to ..."): the old memory
         # must mention one of them, and be said by the same speaker
-        subject = _words(content[max(0, marker.start() - 40) : marker.start()]) - _words(
-            split_speaker(content)[0] or ""
-        )
-        if subject & _words(old_content) and _speaker(content) == _speaker(old_content):
+        subject = _words(content[max(0, marker.start() - 40) : marker.start()]) - _words(new.speaker or "")
+        if subject & old.words and new.speaker == old.speaker:
             return f"a change of the same subject ({marker.group(0)!r})"
     return None
 
 
-def _near_duplicate(
-    content: str, claims: Sequence[Claim], old: Memory, similarity: float, settings: PipelineSettings
-) -> bool:
-    if similarity < settings.near_duplicate_similarity or _speaker(content) != _speaker(old.content):
+def _near_duplicate(new: _Statement, old: _Statement, similarity: float, settings: PipelineSettings) -> bool:
+    if similarity < settings.near_duplicate_similarity or new.speaker != old.speaker:
         return False
-    if numbers(content) != numbers(old.content) or _negations(content) != _negations(old.content):
+    if new.numbers != old.numbers or new.negations != old.negations:
         return False
-    if _overlap(_words(content), _words(old.content)) < settings.near_duplicate_overlap:
+    if _overlap(new.words, old.words) < settings.near_duplicate_overlap:
         return False
-    old_claims = {c.attribute: c for c in extract(old.content)}
-    return all(c.attribute not in old_claims or old_claims[c.attribute].value == c.value for c in claims)
+    old_claims = old.claims
+    return all(a not in old_claims or old_claims[a].value == c.value for a, c in new.claims.items())
 
 
 def decide(
@@ -147,29 +183,42 @@ def decide(
     candidates: Sequence[tuple[Memory, float]],
     settings: PipelineSettings,
     claims: Sequence[Claim] | None = None,
+    budget: CpuBudget | None = None,
 ) -> ConflictDecision:
-    """What to do with a new statement, given live memories of its namespace and kind with their similarity."""
-    claims = extract(content) if claims is None else claims
+    """What to do with a new statement, given live memories of its namespace and kind with their similarity.
+    With a `budget` (thread CPU time), the candidates it does not reach are left alone and counted in
+    `unexamined`: the decision stands on the closer ones (never raises for lack of budget)."""
+    statement = _Statement(content, claims, budget)
     update: tuple[Memory, float] | None = None
     superseded: list[Superseded] = []
     newer: Superseded | None = None
     seen: set[str] = set()
-    for memory, similarity in sorted(candidates, key=lambda c: c[1], reverse=True):
+    ordered = sorted(candidates, key=lambda c: c[1], reverse=True)
+    unexamined = 0
+    for position, (memory, similarity) in enumerate(ordered):
         if memory.id in seen:
             continue
+        try:
+            check(budget)
+            old = _Statement(memory.content, budget=budget)
+            if memory.updated_at > created_at:  # a newer memory: it may replace this statement, never the reverse
+                reason = _supersession(old, statement, similarity, settings)
+                if reason is not None and newer is None:
+                    newer = Superseded(memory, similarity, reason)
+                seen.add(memory.id)
+                continue
+            reason = _supersession(statement, old, similarity, settings)
+            duplicate = reason is None and update is None and _near_duplicate(statement, old, similarity, settings)
+        except BudgetExhausted:
+            unexamined = len({m.id for m, _ in ordered[position:]} - seen)
+            break
         seen.add(memory.id)
-        if memory.updated_at > created_at:  # a newer memory: it may replace this statement, never the reverse
-            reason = _supersession(memory.content, extract(memory.content), content, similarity, settings)
-            if reason is not None and newer is None:
-                newer = Superseded(memory, similarity, reason)
-            continue
-        reason = _supersession(content, claims, memory.content, similarity, settings)
         if reason is not None:
             superseded.append(Superseded(memory, similarity, reason))
-        elif update is None and _near_duplicate(content, claims, memory, similarity, settings):
+        elif duplicate:
             update = (memory, similarity)
     if newer is not None:  # the statement is already out of date: store it as history, touch nothing
-        return ConflictDecision(superseded_by=newer)
+        return ConflictDecision(superseded_by=newer, unexamined=unexamined)
     if update is None:
-        return ConflictDecision(supersede=superseded)
-    return ConflictDecision(update=update[0], update_similarity=update[1], supersede=superseded)
+        return ConflictDecision(supersede=superseded, unexamined=unexamined)
+    return ConflictDecision(update=update[0], update_similarity=update[1], supersede=superseded, unexamined=unexamined)
