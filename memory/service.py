@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import anyio
+import anyio.to_thread
 
 from memory.access import AccessRecorder
 from memory.clock import Clock
-from memory.cues import query_cues
 from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
@@ -28,6 +28,7 @@ from memory.ids import parse_memory_id
 from memory.locking import InProcessNamespaceLocks
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, WriteOutcome
 from memory.pipeline import PipelineSettings, for_embedder
+from memory.pipeline.analysis import analyse_query
 from memory.ports import Embedder, ImportanceRater, ListQuery, NamespaceLocks, VectorStore
 from memory.ranking import select_hits
 from memory.recall import recall_filter, scored_hits
@@ -103,7 +104,9 @@ class MemoryService:
         namespaces = self._namespaces(scope, request.namespaces)
         flt = recall_filter(request, self.limits, self.clock.now())
         vector = await self.embedder.embed_query(query)
-        sparse = self.keywords.query(query) if self.hybrid else None
+        # keywords and cues in a worker thread under a CPU budget (a skipped step: dense-only, neutral cues)
+        analysis = await anyio.to_thread.run_sync(analyse_query, query, self.keywords if self.hybrid else None)
+        sparse = analysis.keywords
         # superseded memories are searched too: one that matches is answered by the memory that replaced it
         wide = replace(flt, include_superseded=True)
         limit = top_k * CANDIDATE_FACTOR
@@ -116,7 +119,7 @@ class MemoryService:
                 scope, namespaces, vector, limit, wide, expanded, by_meaning=False, known=held
             )
             candidates = with_feedback(candidates, second)
-        hits = await scored_hits(self.store, scope, candidates, namespaces, flt, weights, query_cues(query))
+        hits = await scored_hits(self.store, scope, candidates, namespaces, flt, weights, analysis.cues)
         chosen = select_hits(hits, top_k, request.token_budget)
         await self.access.record(scope, [h.memory.id for h in chosen])
         shown = await as_seen_by(self.store, scope, [h.memory for h in chosen])

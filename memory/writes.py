@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
+
+import anyio.to_thread
 
 from memory import linking
 from memory.clock import Clock
@@ -22,7 +25,8 @@ from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument
 from memory.ids import content_hash, new_memory_id
 from memory.models import Memory, Source, WriteOutcome, WriteStatus
-from memory.pipeline import PipelineSettings, claims, conflict, density, expiry, turns
+from memory.pipeline import PipelineSettings, claims, conflict, turns
+from memory.pipeline.analysis import analyse_write
 from memory.pipeline.rating import rate_importance
 from memory.ports import Embedder, ImportanceRater, NamespaceLocks, RecallFilter, SparseVector, VectorStore
 from memory.requests import WriteRequest
@@ -147,31 +151,46 @@ class MemoryWriter:
             return repeat
         draft = Draft(memory, request, share_to, tags, metadata, [])
         settings, notes = self.pipeline, draft.notes
+        # the text rules run in a worker thread under a CPU budget (memory.pipeline.analysis): hostile text
+        # never holds the event loop, and a step the budget does not allow is skipped and recorded
+        wants_rules = importance is None and settings.importance_rules
+        analysis = await anyio.to_thread.run_sync(
+            partial(
+                analyse_write,
+                content,
+                created,
+                with_density=settings.density_filter and not draft.keep_as_is,
+                with_expiry=settings.time_bound_expiry and ttl is None,
+                with_importance=wants_rules,
+            )
+        )
+        if (analysed := analysis.notes()) is not None:
+            notes["analysis"] = analysed
 
         # 2. time-bound facts: an explicit ttl wins, else the text's day, relative to the turn's own time
         if ttl is not None:
             memory.expires_at = now + timedelta(seconds=ttl)
             notes["expiry"] = {"rule": "ttl_seconds"}
-        elif settings.time_bound_expiry and (bound := expiry.find_expiry(content, created)) is not None:
+        elif (bound := analysis.expiry) is not None:
             memory.expires_at = bound.expires_at + timedelta(days=settings.time_bound_grace_days)
             notes["expiry"] = {"rule": bound.rule, "phrase": bound.phrase, "day": bound.day.isoformat()}
             draft.reasons.append(f"time_bound: {bound.phrase!r} expires at {memory.expires_at.isoformat()}")
 
-        verdict = density.assess(content) if settings.density_filter and not draft.keep_as_is else None
+        verdict = analysis.density
         low_information = verdict is not None and verdict.low_information  # skipped by step 1 below: no LLM call
 
         # 3. importance: explicit, else the LLM (when configured, within a deadline), else rules
-        if importance is None and settings.importance_rules:
+        if wants_rules:
             rated = await rate_importance(
                 content,
-                time_bound="expiry" in notes and ttl is None,
+                rules=analysis.importance,
                 rater=None if low_information else self.importance_rater,
                 timeout_seconds=settings.importance_llm_timeout_seconds,
             )
             memory.importance = rated.value
             notes["importance"] = rated.notes
 
-        draft.claims = claims.extract(content)
+        draft.claims = list(analysis.claims)
         memory.attributes = sorted(c.attribute for c in draft.claims)
         memory.metadata = linking.with_notes(metadata, notes)
 
@@ -190,7 +209,9 @@ class MemoryWriter:
         )
         draft.own = own
         draft.vector = turns.in_context(own, context[0], settings.turn_context_weight) if context else own
-        draft.sparse = turns.keyword_vector(self.keywords, content, before, settings.turn_context_keyword_weight)
+        draft.sparse = await anyio.to_thread.run_sync(
+            turns.keyword_vector, self.keywords, content, before, settings.turn_context_keyword_weight
+        )
 
     async def _repeat(self, scope: NamespaceScope, memory: Memory, request: WriteRequest) -> WriteOutcome | None:
         """An exact repeat of `memory` already stored: completed if its write was interrupted, and answered as
@@ -220,7 +241,9 @@ class MemoryWriter:
         decision = conflict.ConflictDecision()
         if self.pipeline.conflict_detection:
             candidates = await self._conflict_candidates(scope, memory, draft.own, now)
-            decision = conflict.decide(memory.content, memory.created_at, candidates, self.pipeline, draft.claims)
+            decision = await anyio.to_thread.run_sync(
+                conflict.decide, memory.content, memory.created_at, candidates, self.pipeline, draft.claims
+            )
             if draft.keep_as_is and decision.update is not None:  # forced or imported: always a new memory
                 decision = conflict.ConflictDecision(supersede=decision.supersede)
             if decision.superseded_by is not None:  # an old statement arriving late: stored as history
