@@ -27,6 +27,7 @@ from memory.ids import content_hash, new_memory_id
 from memory.models import Memory, Source, WriteOutcome, WriteStatus
 from memory.pipeline import PipelineSettings, claims, conflict, turns
 from memory.pipeline.analysis import analyse_write
+from memory.pipeline.budget import CpuBudget
 from memory.pipeline.rating import rate_importance
 from memory.ports import Embedder, ImportanceRater, NamespaceLocks, RecallFilter, SparseVector, VectorStore
 from memory.requests import WriteRequest
@@ -44,6 +45,7 @@ from memory.validation import (
 )
 
 DEFAULT_IMPORTANCE = 0.5
+CONFLICT_CPU_SECONDS = 0.05  # thread CPU time the conflict rules may spend on one write's candidates
 COMPLETED = "completed an interrupted earlier attempt of this request"
 
 
@@ -242,8 +244,17 @@ class MemoryWriter:
         if self.pipeline.conflict_detection:
             candidates = await self._conflict_candidates(scope, memory, draft.own, now)
             decision = await anyio.to_thread.run_sync(
-                conflict.decide, memory.content, memory.created_at, candidates, self.pipeline, draft.claims
+                lambda: conflict.decide(
+                    memory.content,
+                    memory.created_at,
+                    candidates,
+                    self.pipeline,
+                    draft.claims,
+                    CpuBudget(CONFLICT_CPU_SECONDS),
+                )
             )
+            if decision.unexamined:  # the CPU budget ran out: those candidates are left as they are
+                notes["analysis"] = {**notes.get("analysis", {}), "conflict_unexamined": decision.unexamined}
             if draft.keep_as_is and decision.update is not None:  # forced or imported: always a new memory
                 decision = conflict.ConflictDecision(supersede=decision.supersede)
             if decision.superseded_by is not None:  # an old statement arriving late: stored as history
