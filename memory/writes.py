@@ -43,6 +43,7 @@ from memory.validation import (
     check_session_id,
     check_tags,
 )
+from memory.values import check_instant
 
 DEFAULT_IMPORTANCE = 0.5
 CONFLICT_CPU_SECONDS = 0.05  # thread CPU time the conflict rules may spend on one write's candidates
@@ -125,6 +126,9 @@ class MemoryWriter:
         created = request.occurred_at or now
         if created.tzinfo is None:
             raise InvalidArgument("occurred_at must carry a timezone")
+        created = check_instant(created, "occurred_at")  # however the request was built: readable back
+        if request.deleted_at is not None:
+            check_instant(request.deleted_at, "deleted_at")
         memory = Memory(
             id=new_memory_id(int(created.timestamp() * 1000)),
             tenant=scope.tenant,

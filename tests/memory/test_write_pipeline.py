@@ -4,7 +4,7 @@ superseded, in English and Chinese."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -12,6 +12,7 @@ import pytest
 
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
+from memory.errors import InvalidArgument
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.pipeline import PIPELINE_KEY, PipelineSettings
 from memory.ports import RecallFilter
@@ -292,3 +293,20 @@ async def test_a_grace_period_keeps_a_time_bound_fact_recallable_for_whole_days_
     outcome = await write(service, me, "I have a dentist appointment tomorrow at 9")
 
     assert outcome.memory.expires_at == datetime(2026, 1, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=14))),
+        datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=-14))),
+        datetime(1969, 12, 31, tzinfo=UTC),
+    ],
+)
+async def test_an_occurred_at_the_engine_could_not_read_back_is_refused_and_nothing_stored(
+    service: MemoryService, store: EdgeVectorStore, me: NamespaceScope, acme: str, moment: datetime
+) -> None:
+    with pytest.raises(InvalidArgument, match="occurred_at"):
+        await write(service, me, "The meeting is tomorrow", occurred_at=moment)
+
+    assert await everything(store, acme) == []
