@@ -1,8 +1,10 @@
 """Admin MCP tools for a namespace's lifecycle (`memory:admin`): export to JSONL records, import them
-(re-embedded with the current model), and purge (the only hard delete)."""
+(re-embedded with the current model; the whole batch checked before the first write), and purge (the only hard
+delete)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -10,51 +12,84 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from gateway.runtime import Runtime
-from gateway.serialize import memory_json
+from gateway.serialize import RECORD_FIELDS, TIME_FIELDS, memory_json
 from gateway.tool_support import ToolRunner
 from memory.consolidation import consolidate as run_consolidation
 from memory.errors import InvalidArgument
 from memory.models import WriteStatus
 from memory.requests import ListRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
-from memory.validation import parse_instant
+from memory.validation import (
+    EngineLimits,
+    check_content,
+    check_importance,
+    check_json_object,
+    check_kind,
+    check_session_id,
+    check_tags,
+    parse_instant,
+)
 from tenancy import SCOPE_ADMIN, Principal
 
 MAX_IMPORT_BATCH = 500
 AdminNamespace = Annotated[str, Field(description="The namespace to act on, e.g. 'user:42'.")]
 
 
+@dataclass(frozen=True, slots=True)
+class ImportRecord:
+    """One exported record, checked: what the import writes, and whether it was forgotten."""
+
+    request: WriteRequest
+    deleted: bool
+
+
+def check_records(
+    records: list[dict[str, Any]], principal: Principal, namespace: str, limits: EngineLimits
+) -> list[ImportRecord]:
+    """Check every record before any is written (a bad record at index 5 must not leave the first five
+    imported): only the fields an export writes, each of the right type, every time within 1970-2200 UTC."""
+    if len(records) > MAX_IMPORT_BATCH:
+        raise InvalidArgument(f"import at most {MAX_IMPORT_BATCH} records per call")
+    checked: list[ImportRecord] = []
+    for index, record in enumerate(records):
+        where = f"records[{index}]"
+        if not isinstance(record, dict):
+            raise InvalidArgument(f"{where} must be an object with a 'content' string")
+        if unknown := sorted(set(record) - RECORD_FIELDS):
+            raise InvalidArgument(f"{where} has unknown fields: {', '.join(unknown)}")
+        try:
+            times = {field: parse_instant(record.get(field), f"{where}.{field}") for field in TIME_FIELDS}
+            request = WriteRequest(
+                content=check_content(record.get("content"), limits),
+                subject=principal.subject,
+                namespace=namespace,
+                kind=check_kind(record.get("kind", "episodic")).value,
+                importance=check_importance(record.get("importance")),
+                tags=check_tags(record.get("tags"), limits),
+                session_id=check_session_id(record.get("session_id")),
+                occurred_at=times["created_at"],
+                metadata=check_json_object(record.get("metadata"), limits.max_metadata_bytes, "metadata"),
+                tool="import_memories",
+                skip_deleted_repeats=True,
+                imported=True,
+            )
+        except InvalidArgument as exc:
+            message = exc.message if exc.message.startswith(where) else f"{where}: {exc.message}"
+            raise InvalidArgument(message) from None
+        checked.append(ImportRecord(request, deleted=times["deleted_at"] is not None))
+    return checked
+
+
 async def import_records(
     rt: Runtime, principal: Principal, scope: NamespaceScope, namespace: str, records: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """Write exported records into `namespace` through the normal write path; repeats are skipped."""
-    if len(records) > MAX_IMPORT_BATCH:
-        raise InvalidArgument(f"import at most {MAX_IMPORT_BATCH} records per call")
     imported, skipped = 0, 0
-    for index, record in enumerate(records):
-        if not isinstance(record, dict) or not isinstance(record.get("content"), str):
-            raise InvalidArgument(f"record {index} must be an object with a 'content' string")
-    for record in records:
-        outcome = await rt.memories.write(
-            scope,
-            WriteRequest(
-                content=record["content"],
-                subject=principal.subject,
-                namespace=namespace,
-                kind=str(record.get("kind", "episodic")),
-                importance=record.get("importance"),
-                tags=record.get("tags"),
-                session_id=record.get("session_id"),
-                occurred_at=parse_instant(record.get("created_at"), "created_at"),
-                metadata=record.get("metadata"),
-                tool="import_memories",
-                skip_deleted_repeats=True,
-                imported=True,
-            ),
-        )
+    for record in check_records(records, principal, namespace, rt.memories.limits):
+        outcome = await rt.memories.write(scope, record.request)
         if outcome.status is WriteStatus.CREATED:
             imported += 1
-            if record.get("deleted_at"):
+            if record.deleted:
                 await rt.memories.forget(scope, outcome.memory.id, "imported as deleted")
         else:
             skipped += 1

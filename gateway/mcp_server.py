@@ -1,15 +1,18 @@
-"""The MCP server object: the SDK's `MCPServer` with our tools and argument errors mapped to `invalid_argument`."""
+"""The MCP server object: the SDK's `MCPServer` with our tools, strict arguments for every tool
+(`gateway.arguments`), and argument errors answered as the stable `invalid_argument` tool error."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, InputRequiredResult
+from mcp_types import CallToolResult, Icon, InputRequiredResult, ToolAnnotations
 from pydantic import ValidationError
 
 from gateway.admin_tools import register_admin_tools
+from gateway.arguments import argument_problems, make_strict, validation_problems
 from gateway.observability import Telemetry
 from gateway.tool_support import RuntimeHolder, ToolRunner, invalid_arguments
 from gateway.tools import register_tools
@@ -22,18 +25,34 @@ INSTRUCTIONS = (
 
 
 class GatewayMCPServer(MCPServer):
-    """Answers argument validation failures with the stable `invalid_argument` tool error."""
+    """Registers every tool with strict arguments and answers argument failures with `invalid_argument`."""
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        super().add_tool(fn, name, title, description, annotations, icons, meta, structured_output)
+        tool = self._tool_manager.get_tool(name or fn.__name__)
+        if tool is not None:
+            make_strict(tool)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
+        if problems := argument_problems(arguments):
+            return invalid_arguments(name, problems)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ValidationError):
-                problems = sorted({f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in cause.errors()})
-                return invalid_arguments(name, problems)
+            if isinstance(exc.__cause__, ValidationError):
+                return invalid_arguments(name, validation_problems(exc.__cause__))
             raise
 
 

@@ -14,6 +14,7 @@ import logging
 import math
 from collections.abc import Callable
 
+import pydantic_core
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -40,11 +41,12 @@ MUTATING_TOOLS = frozenset(
 
 
 def classify(body: bytes) -> str:
-    """'write' for a call of a mutating tool, else 'read' (malformed bodies count as reads; the MCP app
-    rejects them)."""
+    """'write' for a call of a mutating tool, else 'read'. The body is parsed by the very parser the MCP app
+    uses (pydantic-core's, with its nesting limit), so a body it refuses (malformed, or nested deeper than it
+    allows) counts as a read here and gets the app's JSON-RPC parse error (HTTP 400), never a RecursionError."""
     try:
-        message = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        message = pydantic_core.from_json(body)
+    except ValueError:
         return "read"
     messages = message if isinstance(message, list) else [message]
     for item in messages:

@@ -7,6 +7,16 @@ from typing import Any
 
 from memory.models import Memory, RecallHit, WorkingMemory
 
+# The fields of an exported record (`memory_json`), and those of them that are times
+RECORD_FIELDS = frozenset(
+    {
+        "id", "namespace", "kind", "content", "importance", "tags", "metadata", "session_id", "follows",
+        "created_at", "updated_at", "last_accessed_at", "access_count", "expires_at", "deleted_at", "origin_id",
+        "supersedes", "superseded_by", "source",
+    }
+)  # fmt: skip
+TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "expires_at", "deleted_at")
+
 
 def iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat().replace("+00:00", "Z")
