@@ -4,6 +4,7 @@ the whole token is refused (HTTP 401), never read as two scopes."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,24 +68,30 @@ def test_a_scope_that_only_resembles_admin_does_not_grant_admin(
 async def test_the_gateway_answers_401_to_a_token_whose_scope_hides_admin_behind_a_no_break_space(
     tmp_path: Path,
 ) -> None:
-    claims = {
-        "sub": "agent-1",
-        "tenant": "acme",
-        "aud": "hindsight",
-        "namespaces": {"read": ["user:1"]},
-        "scope": "memory:read\u00a0memory:admin",
-    }
-    token = jwt.encode(claims, SECRET, "HS256")
+    def token(scope: str) -> str:
+        now = int(time.time())
+        claims = {
+            "sub": "agent-1",
+            "tenant": "acme",
+            "aud": "hindsight",
+            "iat": now,
+            "exp": now + 600,
+            "namespaces": {"read": ["user:1"]},
+            "scope": scope,
+        }
+        return jwt.encode(claims, SECRET, "HS256")
+
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
-    headers = {
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-        "authorization": f"Bearer {token}",
-    }
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     async with (
         running(create_app(make_settings(tmp_path / "data"))) as app,
         httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE_URL) as http,
     ):
-        response = await http.post("/mcp", json=call, headers=headers)
-    assert response.status_code == 401
-    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+        smuggled, plain = [
+            await http.post("/mcp", json=call, headers={**headers, "authorization": f"Bearer {token(scope)}"})
+            for scope in ("memory:read\u00a0memory:admin", "memory:read")
+        ]
+    assert plain.status_code == 200  # the same token with a well-formed scope is served
+    assert plain.json()["result"]["structuredContent"]["scopes"] == ["memory:read"]
+    assert smuggled.status_code == 401
+    assert 'error="invalid_token"' in smuggled.headers["www-authenticate"]
