@@ -38,7 +38,16 @@ class GatewayMCPServer(MCPServer):
         meta: dict[str, Any] | None = None,
         structured_output: bool | None = None,
     ) -> None:
-        super().add_tool(fn, name, title, description, annotations, icons, meta, structured_output)
+        super().add_tool(
+            fn,
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+        )
         tool = self._tool_manager.get_tool(name or fn.__name__)
         if tool is not None:
             make_strict(tool)

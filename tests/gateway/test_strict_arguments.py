@@ -234,6 +234,18 @@ async def test_a_body_nested_10k_deep_gets_a_json_rpc_parse_error_not_a_500(
         assert data(await client.call_tool("whoami", {}))["subject"] == "agent-1"  # the gateway still serves
 
 
+async def test_a_lone_surrogate_never_reaches_a_tool_the_sdk_parser_refuses_it(
+    app: Starlette, http: httpx2.AsyncClient, mint: Mint
+) -> None:
+    """The engine refuses lone surrogates too (tests/memory/test_values.py), for callers other than MCP."""
+    token = mint()
+    response = await post(http, token, call("write_memory", '{"content": "The user likes \\ud800 tea"}'))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32700
+    async with mcp_session(app, token) as client:
+        assert await nothing_stored(client)
+
+
 async def test_a_rejected_forget_leaves_the_memory_live(app: Starlette, http: httpx2.AsyncClient, mint: Mint) -> None:
     token = mint()
     async with mcp_session(app, token) as client:
