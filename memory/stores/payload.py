@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -91,9 +91,7 @@ def _time(payload: dict[str, Any], key: str) -> datetime | None:
     value = payload.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UndecodablePayload(f"{key} is a {type(value).__name__}, not a timestamp")
-    if not _EARLIEST_TIMESTAMP <= value <= _LATEST_TIMESTAMP:  # also false for NaN
+    if not _EARLIEST_TIMESTAMP <= value <= _LATEST_TIMESTAMP:  # also false for NaN; a str raises TypeError
         raise UndecodablePayload(f"{key} {value!r} is outside the years datetime holds")
     return datetime.fromtimestamp(value, UTC)
 
@@ -105,71 +103,74 @@ def _required_time(payload: dict[str, Any], key: str) -> datetime:
     return value
 
 
-def _text(payload: Mapping[str, Any], key: str) -> str:
-    value = payload.get(key)
-    if not isinstance(value, str):
-        raise UndecodablePayload(f"{key} is {'missing' if value is None else type(value).__name__}, not a string")
-    return value
+_TEXT_FIELDS = ("tenant", "namespace", "content")
+_OPTIONAL_TEXT_FIELDS = ("delete_reason", "superseded_by", "origin_id", "session_id", "follows")
+_LIST_FIELDS = ("supersedes", "tags", "attributes")
 
 
-def _optional_text(payload: Mapping[str, Any], key: str) -> str | None:
-    value = payload.get(key)
-    return None if value is None else _text(payload, key)
-
-
-def _texts(payload: dict[str, Any], key: str) -> list[str]:
-    value = payload.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise UndecodablePayload(f"{key} is not a list of strings")
-    return list(value)
+def _check_types(payload: dict[str, Any]) -> None:
+    """The types `Memory` relies on and that the conversions below would not catch (one pass, on the hot path
+    of every read: a few `type()` checks, no per-item walk)."""
+    for key in _TEXT_FIELDS:
+        if type(payload.get(key)) is not str:
+            raise UndecodablePayload(f"{key} is not a string")
+    for key in _OPTIONAL_TEXT_FIELDS:
+        if (value := payload.get(key)) is not None and type(value) is not str:
+            raise UndecodablePayload(f"{key} is not a string")
+    for key in _LIST_FIELDS:
+        if (value := payload.get(key)) is not None and type(value) is not list:
+            raise UndecodablePayload(f"{key} is not a list")
+    for key in ("source", "metadata"):
+        if (value := payload.get(key)) is not None and type(value) is not dict:
+            raise UndecodablePayload(f"{key} is not an object")
+    if type(payload.get("importance")) is bool:
+        raise UndecodablePayload("importance is not a number")
 
 
 def from_payload(memory_id: object, payload: dict[str, Any]) -> Memory:
     """The `Memory` a payload describes; `UndecodablePayload` when it describes none this version can use."""
+    _check_types(payload)
     try:
-        kind = MemoryKind(_text(payload, "kind"))
-    except ValueError:
-        raise UndecodablePayload(f"kind {payload.get('kind')!r} is not a memory kind") from None
-    importance = payload.get("importance")
-    if isinstance(importance, bool) or not isinstance(importance, int | float) or not math.isfinite(importance):
-        raise UndecodablePayload(f"importance {importance!r} is not a finite number")
-    access_count = payload.get("access_count") or 0
-    if isinstance(access_count, bool) or not isinstance(access_count, int):
-        raise UndecodablePayload(f"access_count {access_count!r} is not a whole number")
-    source = payload.get("source") or {}
-    metadata = payload.get("metadata") or {}
-    if not isinstance(source, dict) or not isinstance(metadata, dict):
-        raise UndecodablePayload("source and metadata must be objects")
-    return Memory(
-        id=str(memory_id),
-        tenant=_text(payload, "tenant"),
-        namespace=_text(payload, "namespace"),
-        kind=kind,
-        content=_text(payload, "content"),
-        importance=float(importance),
-        created_at=_required_time(payload, "created_at"),
-        updated_at=_required_time(payload, "updated_at"),
-        last_accessed_at=_time(payload, "last_accessed_at"),
-        access_count=access_count,
-        expires_at=_time(payload, "expires_at"),
-        deleted_at=_time(payload, "deleted_at"),
-        delete_reason=_optional_text(payload, "delete_reason"),
-        supersedes=_texts(payload, "supersedes"),
-        superseded_by=_optional_text(payload, "superseded_by"),
-        origin_id=_optional_text(payload, "origin_id"),
-        session_id=_optional_text(payload, "session_id"),
-        source=Source(
-            subject=str(source.get("subject", "")),
-            request_id=_optional_text(source, "request_id"),
-            tool=_optional_text(source, "tool"),
-        ),
-        tags=_texts(payload, "tags"),
-        metadata=dict(metadata),
-        embedding_model=str(payload.get("embedding_model", "")),
-        content_hash=str(payload.get("content_hash", "")),
-        attributes=_texts(payload, "attributes"),
-        follows=_optional_text(payload, "follows"),
-    )
+        importance = float(payload["importance"])
+        if not math.isfinite(importance):
+            raise ValueError("importance is not finite")
+        source = payload.get("source") or {}
+        return Memory(
+            id=str(memory_id),
+            tenant=payload["tenant"],
+            namespace=payload["namespace"],
+            kind=MemoryKind(payload["kind"]),
+            content=payload["content"],
+            importance=importance,
+            created_at=_required_time(payload, "created_at"),
+            updated_at=_required_time(payload, "updated_at"),
+            last_accessed_at=_time(payload, "last_accessed_at"),
+            access_count=int(payload.get("access_count") or 0),
+            expires_at=_time(payload, "expires_at"),
+            deleted_at=_time(payload, "deleted_at"),
+            delete_reason=payload.get("delete_reason"),
+            supersedes=list(payload.get("supersedes") or []),
+            superseded_by=payload.get("superseded_by"),
+            origin_id=payload.get("origin_id"),
+            session_id=payload.get("session_id"),
+            source=Source(
+                subject=str(source.get("subject", "")),
+                request_id=source.get("request_id"),
+                tool=source.get("tool"),
+            ),
+            tags=list(payload.get("tags") or []),
+            metadata=dict(payload.get("metadata") or {}),
+            embedding_model=str(payload.get("embedding_model", "")),
+            content_hash=str(payload.get("content_hash", "")),
+            attributes=list(payload.get("attributes") or []),
+            follows=payload.get("follows"),
+        )
+    except UndecodablePayload:
+        raise
+    except KeyError as exc:
+        raise UndecodablePayload(f"stored memory lacks {exc.args[0]}") from None
+    except (TypeError, ValueError, OverflowError, OSError) as exc:  # a wrong type or value in a conversion
+        raise UndecodablePayload(f"{type(exc).__name__}: {exc}") from None
 
 
 def decode(memory_id: object, payload: dict[str, Any] | None) -> Memory | None:
