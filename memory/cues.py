@@ -33,7 +33,8 @@ _LATIN_WORD = re.compile(r"[a-z]+")
 _YEAR = re.compile(r"\b(?:1[89]|20)\d\d\b")
 _CJK_TIME = re.compile(
     r"昨天|今天|明天|前天|后天|上周|下周|这周|本周|上个月|下个月|这个月|去年|明年|今年|最近|周末"
-    r"|\d+\s*月|\d+\s*[号日]|(?:周|星期)[一二三四五六日天]"
+    # a run of digits is tried from its first one only, never given back (it was retried from each: quadratic)
+    r"|(?<!\d)\d++\s*+[月号日]|(?:周|星期)[一二三四五六日天]"
 )
 
 

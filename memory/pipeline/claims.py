@@ -180,18 +180,20 @@ STRONG_CHANGE = re.compile(
 )
 WEAK_CHANGE = re.compile(r"\b(?:now|currently|these\s+days|nowadays)\b|现在|目前|如今", _FLAGS)
 _NEGATIVE_VERBS = ("hate", "hates", "dislike", "dislikes", "stand", "讨厌")
+# A value is at most 60 characters, but a run of spaces is still tried from its first one only, never given back
+# (retried from each space, these patterns were quadratic in the run).
 _VALUE_TAIL = re.compile(
-    r"\s+(?:now|anymore|any more|these days|nowadays|too|as well|either|at all|instead|again|actually)$|"
+    r"(?<!\s)\s++(?:now|anymore|any more|these days|nowadays|too|as well|either|at all|instead|again|actually)$|"
     r"(?:了|啦|呢|吧|啊|现在|了吧)$",
     _FLAGS,
 )
 _VALUE_CUT = re.compile(
-    r"\s+(?:and|but|because|so|since|when|while|if|though|although|which|who)\s.*$|\.\s.*$|\.$", _FLAGS
+    r"(?<!\s)\s++(?:and|but|because|so|since|when|while|if|though|although|which|who)\s.*$|\.\s.*$|\.$", _FLAGS
 )
 _PRONOUN_TEXT = "it that this them these those you him her one something anything everything"
 _PRONOUNS = frozenset(_PRONOUN_TEXT.split())
 _ARTICLE = re.compile(r"^(?:a|an|the|my|our|some)\s+", _FLAGS)
-_PREF_CUT = re.compile(r"\s+(?:with|in|at|on|for|from|by|during|after|before|to|about|of)\s.*$", _FLAGS)
+_PREF_CUT = re.compile(r"(?<!\s)\s++(?:with|in|at|on|for|from|by|during|after|before|to|about|of)\s.*$", _FLAGS)
 _ZH_PREF_VERB = re.compile(r"^(?:喝|吃|玩|看|听|打|去|做|用|穿)")
 
 

@@ -253,7 +253,8 @@ _AHEAD_ONLY = frozenset(
     | {"next_month", "in_days", "in_hours"}
 )
 _SENTENCE_PUNCTUATION = ".!?;。！？；"
-_SENTENCE_END = re.compile(rf"[{_SENTENCE_PUNCTUATION}]+(?:\s+|$)|\n")
+# a run of punctuation is tried from its first mark only, never given back (it was retried from each: quadratic)
+_SENTENCE_END = re.compile(rf"(?<![{_SENTENCE_PUNCTUATION}])[{_SENTENCE_PUNCTUATION}]++(?:\s+|$)|\n")
 _SAME_DAY = re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b|今[天日晚早夜]", re.IGNORECASE)
 
 
