@@ -92,30 +92,35 @@ class _Statement:
     @property
     def claims(self) -> dict[str, Claim]:
         if self._claims is None:
+            check(self._budget)
             self._claims = {c.attribute: c for c in extract(self.content, self._budget)}
         return self._claims
 
     @property
     def speaker(self) -> str | None:
         if self._speaker is None:
+            check(self._budget)
             self._speaker = (split_speaker(self.content)[0],)
         return self._speaker[0]
 
     @property
     def numbers(self) -> set[str]:
         if self._numbers is None:
+            check(self._budget)
             self._numbers = numbers(self.content)
         return self._numbers
 
     @property
     def negations(self) -> int:
         if self._negations is None:
+            check(self._budget)
             self._negations = _negations(self.content)
         return self._negations
 
     @property
     def words(self) -> set[str]:
         if self._words is None:
+            check(self._budget)
             self._words = _words(self.content)
         return self._words
 

@@ -57,9 +57,11 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 CJK_STOP_CHARS = frozenset("的了是我你他她它们在和就都也很吗呢吧啊呀有这那一个不么着过把被给对与及或而")
 
 
+@lru_cache(maxsize=256)
 def nfkc(text: str) -> str:
     """NFKC of `text`, cut at `MAX_ANALYSED_CHARS`: a few characters expand 18-fold ("\ufdfa"), and the text rules
-    read only this much."""
+    read only this much. Cached: each step of a write reads the same content (and NFKC of 8,000 expanding
+    characters alone costs 16 ms)."""
     return unicodedata.normalize("NFKC", text)[:MAX_ANALYSED_CHARS]
 
 
