@@ -27,6 +27,7 @@ HEADINGS = (
     "## Targets",
     "## Profile",
     "### Micro-checks",
+    "## Hostile text: CPU per request",  # written by `bench.hostile` after the report (bench/run.py)
 )
 
 PATH_LABELS = {

@@ -28,7 +28,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from bench import corpus
+from bench import corpus, hostile
 from bench.config import (
     Config,
     Results,
@@ -254,5 +254,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if EVAL_BEGIN in previous and EVAL_END in previous:  # keep the `hindsight eval locomo` section
         start, end = previous.index(EVAL_BEGIN), previous.index(EVAL_END) + len(EVAL_END)
         write_section(cfg.out, previous[start:end] + "\n")
+    if not cfg.render_only:  # the CPU cost of hostile text (`bench.hostile`); re-rendering keeps the last one
+        say("hostile text: CPU per text rule and per in-process write and recall")
+        hostile.write_section(cfg.out, hostile.render(anyio.run(hostile.measure, cfg.quick, cfg.workdir)))
+    elif hostile.BEGIN in previous and hostile.END in previous:
+        start, end = previous.index(hostile.BEGIN), previous.index(hostile.END) + len(hostile.END)
+        hostile.write_section(cfg.out, previous[start:end] + "\n")
     say(f"wrote {cfg.out} in {results.wall_s:.0f}s")
     return 0
