@@ -263,13 +263,52 @@ _SAME_DAY = re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening)
 MAX_MATCHES_PER_RULE = 32
 
 
+_WEEKDAY_NEEDLES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_MONTH_NEEDLES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# For each rule of `_RULES`, in order: words one of which its every match contains (lowercase). A text without
+# any of them is not scanned by the rule, so most texts pay for a few of the twenty scans only.
+_NEEDLES: list[tuple[str, ...]] = [
+    ("tomorrow",),
+    ("tomorrow", "明"),
+    ("大后天",),
+    ("后天",),
+    ("next", "下"),
+    _WEEKDAY_NEEDLES,
+    ("这", "本"),
+    ("周", "星期", "礼拜"),
+    ("weekend", "周末"),
+    ("weekend", "周末"),
+    ("next", "下"),
+    ("this", "这", "本"),
+    ("next", "下"),
+    ("day", "week", "后", "过"),
+    ("hour", "minute"),
+    ("-", "/", ".", "年"),
+    _MONTH_NEEDLES,
+    _MONTH_NEEDLES,
+    ("月",),
+    _MONTH_NEEDLES,
+]
+_SAME_DAY_NEEDLES = ("today", "tonight", "this", "今")
+
+
+def _lowered(text: str) -> str:
+    """`text` in lowercase, with the two letters `re.IGNORECASE` also matches to i and s ("ı", "ſ")."""
+    return text.lower().replace("ı", "i").replace("ſ", "s")
+
+
 def _candidates(text: str, today: date, budget: CpuBudget | None) -> Iterator[tuple[str, re.Match[str], date]]:
-    for name, pattern, resolve in _RULES:
+    lowered = _lowered(text)
+    for (name, pattern, resolve), needles in zip(_RULES, _NEEDLES, strict=True):
+        if not any(needle in lowered for needle in needles):
+            continue
         for match in islice(pattern.finditer(text), MAX_MATCHES_PER_RULE):
             check(budget)
             day = resolve(match, today)
             if day is not None:
                 yield name, match, day
+    if not any(needle in lowered for needle in _SAME_DAY_NEEDLES):
+        return
     for match in islice(_SAME_DAY.finditer(text), MAX_MATCHES_PER_RULE):
         check(budget)
         yield "today", match, today
