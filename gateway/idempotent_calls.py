@@ -22,6 +22,7 @@ from memory.errors import BackendUnavailable
 from memory.validation import check_request_id
 from tenancy import Principal
 from tenancy.errors import IdempotencyConflict
+from tenancy.idempotency import run_claimed
 from tenancy.limits import Conflict, IdempotencyKey, Replay
 
 logger = logging.getLogger("hindsight.idempotency")
@@ -54,7 +55,7 @@ async def run_idempotent(
     if isinstance(claim, Replay):
         return ok_result(claim.response, replayed=True), claim.response
     try:
-        body = await operation()
+        body = await run_claimed(runtime.idempotency, key, operation)  # renews the claim while it runs
     except BaseException:
         try:
             await runtime.idempotency.abandon(key)

@@ -151,30 +151,23 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
 def shared_state(
     settings: Settings, clock: Clock
 ) -> tuple[WorkingMemoryStore, IdempotencyStore, RateLimiter | None, Callable[[], Awaitable[None]]]:
-    """Working memory, idempotency and rate limits: in Redis when `redis_url` is set, else in this process.
-    Returns them with the function that closes the shared client."""
+    """Working memory, idempotency and rate limits: in Redis (or a Redis Cluster with `redis_cluster`) when
+    `redis_url` is set, else in this process. Returns them with the function that closes the shared client."""
     if settings.redis_url:
-        from redis.asyncio import Redis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import ExponentialBackoff
-
         from memory.working.redis_store import RedisWorkingMemory
+        from ops.redis_client import open_redis
         from tenancy.idempotency import RedisIdempotency
         from tenancy.rate_limits import RedisRateLimiter
 
-        timeout = settings.backend_timeout_seconds
-        client = Redis.from_url(
-            settings.redis_url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            health_check_interval=10,
-            retry=Retry(ExponentialBackoff(cap=0.2, base=0.01), 2),  # short: callers get a retryable error
+        client = open_redis(
+            settings.redis_url, cluster=settings.redis_cluster, timeout_seconds=settings.backend_timeout_seconds
         )
         working: WorkingMemoryStore = RedisWorkingMemory(client, clock)
         idempotency: IdempotencyStore = RedisIdempotency(
             client,
             retention_seconds=settings.idempotency_retention_seconds,
             wait_timeout_seconds=settings.idempotency_wait_seconds,
+            lease_seconds=settings.idempotency_lease_seconds,
         )
         limiter: RateLimiter | None = RedisRateLimiter(client)
         return working, idempotency, limiter if settings.rate_limit_enabled else None, client.aclose
@@ -185,6 +178,7 @@ def shared_state(
     idempotency = InProcessIdempotency(
         retention_seconds=settings.idempotency_retention_seconds,
         wait_timeout_seconds=settings.idempotency_wait_seconds,
+        lease_seconds=settings.idempotency_lease_seconds,
     )
     limiter = InProcessRateLimiter(lambda: clock.now().timestamp()) if settings.rate_limit_enabled else None
     return working, idempotency, limiter, working.close

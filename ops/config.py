@@ -79,6 +79,9 @@ class Settings(BaseSettings):
         2.0, gt=0, le=60, description="How long a write waits for the LLM's importance before using the rules."
     )
     redis_url: str | None = None
+    redis_cluster: bool = Field(
+        False, description="redis_url names one node of a Redis Cluster: use the cluster client (redis-py)."
+    )
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
     qdrant_collection_prefix: str = "hindsight"
@@ -96,6 +99,13 @@ class Settings(BaseSettings):
     )
     idempotency_retention_seconds: int = Field(86_400, ge=60)
     idempotency_wait_seconds: float = Field(30.0, gt=0)
+    idempotency_lease_seconds: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="Lease of a running call's claim on its request_id, renewed while it runs; a retry takes over "
+        "a claim whose lease ran out (its call crashed).",
+    )
     maintenance_interval_seconds: float = Field(30.0, gt=0)
     memory_maintenance_interval_seconds: float = Field(
         3600.0, ge=0, description="How often expiry, eviction and consolidation run over every tenant (0: never)."

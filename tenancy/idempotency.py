@@ -1,41 +1,88 @@
-"""Idempotency stores (DESIGN §3): `InProcessIdempotency` for the embedded mode, `RedisIdempotency` for replicas.
+"""Idempotency stores (DESIGN §3): `InProcessIdempotency` for the embedded mode, `RedisIdempotency` for replicas,
+and `run_claimed`, which keeps a running call's claim alive.
 
-Both implement `tenancy.limits.IdempotencyStore` and own the record of one idempotency key: a *pending* claim
-while the first call runs, then the *done* record (arguments fingerprint + first response) for the retention
-period. `begin` claims atomically; concurrent calls with the same key and fingerprint wait for the claimer and
-replay its response; another fingerprint is a `Conflict`.
+Both stores implement `tenancy.limits.IdempotencyStore` and own the record of one idempotency key: a *pending*
+claim while the first call runs, then the *done* record (arguments fingerprint + first response) for the
+retention period. `begin` claims atomically; concurrent calls with the same key and fingerprint wait for the
+claimer and replay its response; another fingerprint is a `Conflict`.
 
-Redis record (key `IdempotencyKey.redis_key`, i.e. `hs:{tenant}:idem:<digest>`), JSON:
-`{"state": "pending", "fp": ..., "owner": ...}` with a short TTL (`pending_ttl_seconds`, so a crashed replica's
-claim frees itself), then `{"state": "done", "fp": ..., "response": ...}` with the retention TTL. Waiters poll
-with a backoff from 5 ms to 100 ms. The pending TTL must exceed the longest tool call: a claim that outlives it
-can be taken over by a retry. Every Redis failure, and a wait that times out, raises `BackendUnavailable`.
+A claim is a lease (`lease_seconds`, 5 s by default) that the running call renews every third of the lease
+(`run_claimed`). A call that dies (SIGKILL, a lost replica) stops renewing, so a retry waits at most one lease
+and then takes the claim over and runs the call itself; a live call keeps its claim however long it runs, and
+duplicates wait for it (up to `wait_timeout_seconds`) and replay its answer. The takeover is atomic: a new
+claim replaces only an absent or expired one (Redis `SET NX` on a key whose TTL is the lease; one decision
+between awaits in process), so of many racing retries exactly one runs.
+
+Redis record (key `IdempotencyKey.redis_key`, i.e. `hs:{tenant}:idem:<digest>`, one key per script, so it
+works on Redis Cluster), JSON: `{"state": "pending", "fp": ..., "owner": ...}` with the lease as its TTL,
+renewed only by its owner token, then `{"state": "done", "fp": ..., "response": ...}` with the retention TTL.
+Waiters poll with a backoff from 5 ms to 100 ms. Every Redis failure, and a wait that times out, raises
+`BackendUnavailable`.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import redis.asyncio
-from redis.exceptions import RedisError
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
 
 from memory.errors import BackendUnavailable
-from tenancy.limits import Claim, Conflict, IdempotencyKey, Replay, Started
+from tenancy.limits import Claim, Conflict, IdempotencyKey, IdempotencyStore, Replay, Started
+
+logger = logging.getLogger("hindsight.idempotency")
+
+T = TypeVar("T")
 
 DEFAULT_RETENTION_SECONDS = 86_400
 DEFAULT_WAIT_TIMEOUT_SECONDS = 30.0
-DEFAULT_PENDING_TTL_SECONDS = 60.0
+DEFAULT_LEASE_SECONDS = 5.0
 _POLL_FIRST = 0.005
 _POLL_MAX = 0.1
+
+
+async def run_claimed(store: IdempotencyStore, key: IdempotencyKey, operation: Callable[[], Awaitable[T]]) -> T:
+    """Run `operation`, the call that got `Started` for `key`, renewing its claim every third of the store's
+    lease until it returns; its exceptions propagate unchanged. A renewal that fails (the store is briefly
+    unreachable) is logged and tried again at the next tick."""
+    outcome: list[T] = []
+    failure: list[Exception] = []
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(_keep_renewing, store, key)
+        try:
+            outcome.append(await operation())
+        except Exception as exc:  # re-raised below: raised inside the task group it would come out as a group
+            failure.append(exc)
+        finally:
+            task_group.cancel_scope.cancel()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+async def _keep_renewing(store: IdempotencyStore, key: IdempotencyKey) -> None:
+    interval = store.lease_seconds / 3
+    while True:
+        await anyio.sleep(interval)
+        try:
+            held = await store.renew(key)
+        except BackendUnavailable as exc:
+            logger.warning("could not renew an idempotency claim (%s); retrying", exc.message)
+            continue
+        if not held:
+            logger.warning("an idempotency claim ran out while its call was running; a retry may run it too")
+            return
 
 
 @dataclass
@@ -43,7 +90,7 @@ class _Entry:
     fingerprint: str
     done: bool = False
     response: dict[str, Any] | None = None
-    expires_at: float | None = None  # on the injected clock; None while pending
+    expires_at: float | None = None  # done: end of retention; pending: end of the lease (on the injected clock)
     finished: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -51,9 +98,8 @@ class InProcessIdempotency:
     """`IdempotencyStore` in a dict, for one process. All decisions happen between awaits, so concurrent
     coroutines of one event loop never both claim a key.
 
-    A pending claim has no TTL here: its claimer lives in this process, and must `complete` or `abandon` it
-    (in a `finally`); waiters give up after `wait_timeout_seconds` of real (event-loop) time. Retention of done
-    records is measured on the injected clock.
+    Leases and retention are measured on the injected clock (`time.monotonic` by default: waiters also wake at
+    a lease's end to check it, in event-loop time); waiters give up after `wait_timeout_seconds`.
     """
 
     def __init__(
@@ -61,12 +107,18 @@ class InProcessIdempotency:
         retention_seconds: float = DEFAULT_RETENTION_SECONDS,
         wait_timeout_seconds: float = DEFAULT_WAIT_TIMEOUT_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         self._retention = retention_seconds
         self._wait_timeout = wait_timeout_seconds
         self._clock = clock
+        self._lease = lease_seconds
         self._entries: dict[IdempotencyKey, _Entry] = {}
         self._expiry: deque[tuple[float, IdempotencyKey]] = deque()  # done records, in expiry order
+
+    @property
+    def lease_seconds(self) -> float:
+        return self._lease
 
     def _drop_expired(self) -> None:
         now = self._clock()
@@ -76,21 +128,39 @@ class InProcessIdempotency:
             if entry is not None and entry.done and entry.expires_at == expires_at:
                 del self._entries[key]
 
+    def _claim(self, key: IdempotencyKey, fingerprint: str) -> Started:
+        previous = self._entries.get(key)
+        self._entries[key] = _Entry(fingerprint, expires_at=self._clock() + self._lease)
+        if previous is not None:
+            previous.finished.set()  # a taken-over claim: its waiters look again
+        return Started()
+
     async def begin(self, key: IdempotencyKey, fingerprint: str) -> Claim:
         with anyio.move_on_after(self._wait_timeout):
             while True:
                 self._drop_expired()
                 entry = self._entries.get(key)
                 if entry is None:
-                    self._entries[key] = _Entry(fingerprint)
-                    return Started()
+                    return self._claim(key, fingerprint)
                 if entry.fingerprint != fingerprint:
                     return Conflict()
                 if entry.done:
                     assert entry.response is not None
                     return Replay(copy.deepcopy(entry.response))
-                await entry.finished.wait()
+                assert entry.expires_at is not None
+                lease_left = entry.expires_at - self._clock()
+                if lease_left <= 0:
+                    return self._claim(key, fingerprint)  # its call stopped renewing: take it over
+                with anyio.move_on_after(lease_left):
+                    await entry.finished.wait()
         raise BackendUnavailable("timed out waiting for the in-flight call with this idempotency key")
+
+    async def renew(self, key: IdempotencyKey) -> bool:
+        entry = self._entries.get(key)
+        if entry is None or entry.done:
+            return False
+        entry.expires_at = self._clock() + self._lease
+        return True
 
     async def complete(self, key: IdempotencyKey, fingerprint: str, response: dict[str, Any]) -> None:
         entry = self._entries.get(key)
@@ -119,7 +189,8 @@ class InProcessIdempotency:
         self._expiry.clear()
 
 
-# KEYS[1] record; ARGV: pending record, pending ttl ms. Returns false if claimed, else the current record.
+# KEYS[1] record; ARGV: pending record, lease ms. Returns false if claimed (the key was absent or its lease had
+# run out, so Redis had expired it), else the current record.
 _CLAIM = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
 return redis.call('GET', KEYS[1])
@@ -137,6 +208,15 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1
 """
 
+# KEYS[1] record; ARGV: owner token, lease ms. Extends the lease of this owner's pending claim; 0 if it has none.
+_RENEW = """
+local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+local ok, record = pcall(cjson.decode, current)
+if not ok or record['state'] ~= 'pending' or record['owner'] ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+"""
+
 # KEYS[1] record; ARGV: owner token ('' = any). Deletes a pending claim only.
 _ABANDON = """
 local current = redis.call('GET', KEYS[1])
@@ -152,7 +232,7 @@ return redis.call('DEL', KEYS[1])
 def _redis_errors() -> Iterator[None]:
     try:
         yield
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         raise BackendUnavailable(f"idempotency store (redis) unavailable: {type(exc).__name__}: {exc}") from exc
 
 
@@ -161,45 +241,61 @@ class RedisIdempotency:
 
     def __init__(
         self,
-        client: redis.asyncio.Redis,
+        client: redis.asyncio.Redis | RedisCluster,
         retention_seconds: float = DEFAULT_RETENTION_SECONDS,
         wait_timeout_seconds: float = DEFAULT_WAIT_TIMEOUT_SECONDS,
-        pending_ttl_seconds: float = DEFAULT_PENDING_TTL_SECONDS,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         self._client = client
         self._retention_ms = max(1, int(retention_seconds * 1000))
         self._wait_timeout = wait_timeout_seconds
-        self._pending_ttl_ms = max(1, int(pending_ttl_seconds * 1000))
+        self._lease = lease_seconds
+        self._lease_ms = max(1, int(lease_seconds * 1000))
         self._claim = client.register_script(_CLAIM)
+        self._renew = client.register_script(_RENEW)
         self._complete = client.register_script(_COMPLETE)
         self._abandon = client.register_script(_ABANDON)
-        # redis key -> owner token of the claims this instance holds (until complete/abandon), so `abandon`
-        # never deletes a claim that another replica took over after ours expired
+        # redis key -> owner token of the claims this instance holds (until complete/abandon), so `renew` and
+        # `abandon` never touch a claim that another replica took over after ours ran out
         self._owned: dict[str, str] = {}
+
+    @property
+    def lease_seconds(self) -> float:
+        return self._lease
 
     async def begin(self, key: IdempotencyKey, fingerprint: str) -> Claim:
         redis_key = key.redis_key
         delay = _POLL_FIRST
-        with anyio.move_on_after(self._wait_timeout):
-            while True:
-                owner = uuid.uuid4().hex
-                pending = json.dumps({"state": "pending", "fp": fingerprint, "owner": owner})
-                with _redis_errors():
-                    current = await self._claim(keys=[redis_key], args=[pending, self._pending_ttl_ms])
-                if current is None:
-                    self._owned[redis_key] = owner
-                    return Started()
-                record = _decode(current)
-                if record.get("fp") != fingerprint:
-                    return Conflict()
-                if record.get("state") == "done":
-                    response = record.get("response")
-                    if not isinstance(response, dict):
-                        raise BackendUnavailable("idempotency store (redis) holds a malformed record")
-                    return Replay(response)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, _POLL_MAX)
-        raise BackendUnavailable("timed out waiting for the in-flight call with this idempotency key")
+        deadline = anyio.current_time() + self._wait_timeout
+        while True:  # the wait timeout is checked between calls: a Redis call is never cancelled half-way
+            owner = uuid.uuid4().hex
+            pending = json.dumps({"state": "pending", "fp": fingerprint, "owner": owner})
+            with _redis_errors():
+                current = await self._claim(keys=[redis_key], args=[pending, self._lease_ms])
+            if current is None:
+                self._owned[redis_key] = owner
+                return Started()
+            record = _decode(current)
+            if record.get("fp") != fingerprint:
+                return Conflict()
+            if record.get("state") == "done":
+                response = record.get("response")
+                if not isinstance(response, dict):
+                    raise BackendUnavailable("idempotency store (redis) holds a malformed record")
+                return Replay(response)
+            left = deadline - anyio.current_time()
+            if left <= 0:
+                raise BackendUnavailable("timed out waiting for the in-flight call with this idempotency key")
+            await anyio.sleep(min(delay, left))
+            delay = min(delay * 2, _POLL_MAX)
+
+    async def renew(self, key: IdempotencyKey) -> bool:
+        owner = self._owned.get(key.redis_key)
+        if owner is None:
+            return False
+        with _redis_errors():
+            renewed = await self._renew(keys=[key.redis_key], args=[owner, self._lease_ms])
+        return int(renewed) == 1
 
     async def complete(self, key: IdempotencyKey, fingerprint: str, response: dict[str, Any]) -> None:
         redis_key = key.redis_key

@@ -50,11 +50,22 @@ Claim = Started | Replay | Conflict
 
 
 class IdempotencyStore(Protocol):
+    @property
+    def lease_seconds(self) -> float:
+        """How long a claim lasts unless its call renews it (`renew`; `tenancy.idempotency.run_claimed`)."""
+        ...
+
     async def begin(self, key: IdempotencyKey, fingerprint: str) -> Claim:
         """Claim `key` atomically for a call whose arguments hash to `fingerprint`. If another call with the
         same key is in flight, wait (bounded by the store's wait timeout) until it completes and return its
-        `Replay`; if it is abandoned meanwhile, claim it (`Started`). Raises `BackendUnavailable` when the
-        store cannot answer or the wait times out."""
+        `Replay`; if it is abandoned meanwhile, or its lease runs out unrenewed (its call died), claim it
+        (`Started`): of racing callers exactly one. Raises `BackendUnavailable` when the store cannot answer or
+        the wait times out."""
+        ...
+
+    async def renew(self, key: IdempotencyKey) -> bool:
+        """Extend the lease of the claim this store's `begin` took on `key` by `lease_seconds` from now; False
+        when it holds none (completed, abandoned, or run out and taken over)."""
         ...
 
     async def complete(self, key: IdempotencyKey, fingerprint: str, response: dict[str, Any]) -> None:

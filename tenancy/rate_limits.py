@@ -7,9 +7,10 @@ than one token; then `retry_after_seconds` is the longest wait until every bucke
 
 Redis: one Lua script checks and consumes all buckets atomically and reads the clock with `TIME`, so replicas
 with skewed clocks agree. Each bucket is a hash `{tokens, ts}` that expires after twice its full-refill time (an
-expired bucket is a full one). Redis Cluster: every key of one `acquire` must hash to one slot, so callers pass
-the buckets of one tenant (`hs:{tenant}:rl:...`, the braces are the hash tag); keys of several tenants in one
-call fail with CROSSSLOT on a cluster. Every Redis failure raises `BackendUnavailable`.
+expired bucket is a full one). Redis Cluster: the script's keys must hash to one slot, so the buckets of one
+`acquire` (a subject's and its tenant's) share the tenant's hash tag (`hs:{tenant}:rl:...`); both limiters refuse
+buckets of several slots with `ValueError` (on a cluster they would fail with CROSSSLOT). Every Redis failure
+raises `BackendUnavailable`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import redis.asyncio
-from redis.exceptions import RedisError
+from redis.asyncio.cluster import RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import RedisClusterException, RedisError
 
 from memory.errors import BackendUnavailable
 from tenancy.limits import Bucket, RateDecision
@@ -30,7 +33,10 @@ _SWEEP_EVERY = 1024
 
 
 def _checked(buckets: Sequence[Bucket]) -> list[Bucket]:
-    """The buckets with duplicate keys dropped (the first wins); raises `ValueError` on an unusable bucket."""
+    """The buckets with duplicate keys dropped (the first wins); raises `ValueError` on an unusable bucket or
+    on buckets whose keys hash to different Redis Cluster slots."""
+    if len({key_slot(bucket.key.encode()) for bucket in buckets}) > 1:
+        raise ValueError("rate-limit buckets of one call must share a hash tag (one Redis Cluster slot)")
     unique: dict[str, Bucket] = {}
     for bucket in buckets:
         if not (bucket.capacity >= 1 and math.isfinite(bucket.capacity)):
@@ -129,14 +135,14 @@ return {1, '0'}
 def _redis_errors() -> Iterator[None]:
     try:
         yield
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         raise BackendUnavailable(f"rate limiter (redis) unavailable: {type(exc).__name__}: {exc}") from exc
 
 
 class RedisRateLimiter:
     """`RateLimiter` on Redis, shared by every replica (see the module docstring for the layout)."""
 
-    def __init__(self, client: redis.asyncio.Redis) -> None:
+    def __init__(self, client: redis.asyncio.Redis | RedisCluster) -> None:
         self._client = client
         self._acquire = client.register_script(_ACQUIRE)
 

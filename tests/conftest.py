@@ -23,7 +23,7 @@ from memory.clock import ManualClock
 from ops.config import Settings, TenantLimits
 from tenancy import mint_token
 from tests.chat_server import ChatServer
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisClusterServer, RedisServer, RedisTarget
 
 SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 BASE_URL = "http://127.0.0.1:8080"
@@ -165,3 +165,34 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterServer]:
+    """One real Redis Cluster (3 primaries, 1 replica each) for the session: it takes seconds to form. Tests
+    flush what they use (see `redis_cluster_url`); a failover test leaves it healthy with other roles."""
+    cluster = RedisClusterServer(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster: RedisClusterServer) -> str:
+    """A URL naming one node of the session's cluster, every primary emptied before the test."""
+    from redis.cluster import RedisCluster
+
+    client = RedisCluster.from_url(redis_cluster.url)
+    client.flushall(target_nodes=RedisCluster.PRIMARIES)
+    client.close()
+    return redis_cluster.url
+
+
+@pytest.fixture(params=["redis", "redis_cluster"])
+def redis_target(request: pytest.FixtureRequest) -> RedisTarget:
+    """Each kind of Redis in turn, emptied: the session's single server, then the session's cluster."""
+    if request.param == "redis":
+        return RedisTarget(request.getfixturevalue("redis_url"), cluster=False)
+    return RedisTarget(request.getfixturevalue("redis_cluster_url"), cluster=True)

@@ -27,7 +27,8 @@ from typing import Any
 from urllib.parse import quote
 
 import redis.asyncio
-from redis.exceptions import RedisError
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
 
 from memory.clock import Clock
 from memory.errors import BackendUnavailable, InvalidArgument, NamespaceForbidden
@@ -101,7 +102,7 @@ def _redis_errors() -> Iterator[None]:
     """Turn any failure of the Redis client into `BackendUnavailable` (the caller may retry)."""
     try:
         yield
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         raise BackendUnavailable(f"working memory (redis) unavailable: {type(exc).__name__}: {exc}") from exc
 
 
@@ -116,7 +117,7 @@ def _fields(raw: Any) -> dict[str, str]:
 class RedisWorkingMemory:
     """`WorkingMemoryStore` on Redis; same semantics as `InProcessWorkingMemory`, safe across replicas."""
 
-    def __init__(self, client: redis.asyncio.Redis, clock: Clock) -> None:
+    def __init__(self, client: redis.asyncio.Redis | RedisCluster, clock: Clock) -> None:
         self._client = client
         self._clock = clock
         self._append = client.register_script(_APPEND)

@@ -1,5 +1,6 @@
 """The `IdempotencyStore` contract, run against `InProcessIdempotency` and `RedisIdempotency` (on a real
-redis-server): first call starts, retries replay, other arguments conflict, racing retries run the tool once."""
+redis-server and on a real Redis Cluster): first call starts, retries replay, other arguments conflict, racing
+retries run the tool once, a running call keeps its claim while a dead call's claim is taken over by one retry."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from memory.errors import BackendUnavailable
-from tenancy.idempotency import InProcessIdempotency, RedisIdempotency
+from tenancy.idempotency import InProcessIdempotency, RedisIdempotency, run_claimed
 from tenancy.limits import Claim, Conflict, IdempotencyKey, IdempotencyStore, Replay, Started
-from tests.redis_server import RedisServer
-from tests.tenancy.signing import FakeMonotonic
+from tests.redis_server import RedisServer, RedisTarget
 
 pytestmark = pytest.mark.anyio
 
@@ -26,18 +26,24 @@ KEY = IdempotencyKey(tenant="acme", subject="agent-1", tool="remember", request_
 RESPONSE: dict[str, Any] = {"status": "created", "memory": {"id": "m1", "tags": ["a", "b"], "importance": 0.7}}
 
 
-@pytest.fixture(params=["in_process", "redis"])
+@pytest.fixture(params=["in_process", "redis", "redis_cluster"])
 async def make_store(request: pytest.FixtureRequest) -> AsyncIterator[StoreFactory]:
-    """Build stores of the parametrized kind (keyword arguments go to the constructor); closed after the test."""
+    """Build stores of the parametrized kind (keyword arguments go to the constructor); closed after the test.
+    Stores built by one factory share their state (one Redis), as replicas do; in process there is one store per
+    process, so later calls return the first. Leases run on real time (short ones here), as Redis TTLs do."""
     made: list[IdempotencyStore] = []
-    url: str | None = request.getfixturevalue("redis_url") if request.param == "redis" else None
+    target: RedisTarget | None = None
+    if request.param == "redis":
+        target = RedisTarget(request.getfixturevalue("redis_url"), cluster=False)
+    elif request.param == "redis_cluster":
+        target = RedisTarget(request.getfixturevalue("redis_cluster_url"), cluster=True)
 
     def factory(**kwargs: Any) -> IdempotencyStore:
-        store: IdempotencyStore
-        if url is None:
-            store = InProcessIdempotency(clock=FakeMonotonic(), **kwargs)
-        else:
-            store = RedisIdempotency(redis.asyncio.Redis.from_url(url), **kwargs)
+        if target is None and made:
+            return made[0]
+        store: IdempotencyStore = (
+            InProcessIdempotency(**kwargs) if target is None else RedisIdempotency(target.client(), **kwargs)
+        )
         made.append(store)
         return store
 
@@ -173,24 +179,107 @@ async def test_waiting_longer_than_the_wait_timeout_is_backend_unavailable(make_
         await store.begin(KEY, "fp-1")
 
 
-async def test_redis_keeps_a_completed_record_for_the_retention_period(redis_url: str) -> None:
-    client = redis.asyncio.Redis.from_url(redis_url)
-    store = RedisIdempotency(client, retention_seconds=3600, pending_ttl_seconds=60)
+async def test_a_retry_takes_over_the_claim_of_a_call_that_died_once_its_lease_runs_out(
+    make_store: StoreFactory,
+) -> None:
+    store = make_store(wait_timeout_seconds=10, lease_seconds=0.1)
+    assert await store.begin(KEY, "fp-1") == Started()  # ... and its call dies: nobody renews the claim
+
+    with anyio.fail_after(5):  # far less than the wait timeout: one lease
+        assert await store.begin(KEY, "fp-1") == Started()
+    await store.complete(KEY, "fp-1", RESPONSE)
+
+    assert await store.begin(KEY, "fp-1") == Replay(RESPONSE)
+
+
+async def test_of_many_retries_of_a_dead_call_exactly_one_takes_its_claim_over(make_store: StoreFactory) -> None:
+    # the lease outlasts a first script call on a cluster (it loads the script on every primary)
+    replicas = [make_store(wait_timeout_seconds=10, lease_seconds=0.5) for _ in range(3)]
+    assert await replicas[0].begin(KEY, "fp-1") == Started()  # then it dies
+    claims: list[Claim] = []
+
+    async def retry(store: IdempotencyStore) -> None:
+        claim = await store.begin(KEY, "fp-1")
+        claims.append(claim)
+        if isinstance(claim, Started):
+            await store.complete(KEY, "fp-1", RESPONSE)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            for n in range(30):
+                tg.start_soon(retry, replicas[n % 3])
+
+    assert claims.count(Started()) == 1
+    assert sorted(claims, key=repr) == sorted([Started()] + [Replay(RESPONSE)] * 29, key=repr)
+
+
+async def test_a_running_call_keeps_its_claim_past_its_lease_and_duplicates_replay_its_answer(
+    make_store: StoreFactory,
+) -> None:
+    lease = 0.3  # several round trips (a cluster client's first script call loads it on every primary)
+    store, replica = make_store(wait_timeout_seconds=10, lease_seconds=lease), make_store(lease_seconds=lease)
+    runs: list[str] = []
+    duplicates: list[Claim] = []
+
+    async def long_call() -> dict[str, Any]:
+        runs.append("first")
+        await anyio.sleep(4 * lease)  # the call's own work, four leases long
+        return RESPONSE
+
+    async def duplicate() -> None:
+        duplicates.append(await replica.begin(KEY, "fp-1"))
+
+    assert await store.begin(KEY, "fp-1") == Started()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(duplicate)
+            body = await run_claimed(store, KEY, long_call)
+            await store.complete(KEY, "fp-1", body)
+
+    assert runs == ["first"]
+    assert duplicates == [Replay(RESPONSE)]
+
+
+async def test_run_claimed_passes_the_call_s_exception_through_unchanged(store: IdempotencyStore) -> None:
     await store.begin(KEY, "fp-1")
-    assert 0 < await client.pttl(KEY.redis_key) <= 60_000
+
+    async def failing() -> dict[str, Any]:
+        raise BackendUnavailable("vector store down")
+
+    with pytest.raises(BackendUnavailable, match="vector store down"):
+        await run_claimed(store, KEY, failing)
+
+
+async def test_a_claim_is_renewed_only_while_it_is_held(store: IdempotencyStore) -> None:
+    assert await store.renew(KEY) is False
+    await store.begin(KEY, "fp-1")
+    assert await store.renew(KEY) is True
+
+    await store.complete(KEY, "fp-1", RESPONSE)
+
+    assert await store.renew(KEY) is False
+
+
+async def test_a_redis_replica_cannot_renew_a_claim_another_replica_holds(redis_target: RedisTarget) -> None:
+    owner, other = RedisIdempotency(redis_target.client()), RedisIdempotency(redis_target.client())
+    await owner.begin(KEY, "fp-1")
+
+    assert await other.renew(KEY) is False
+    await owner.close()
+    await other.close()
+
+
+async def test_redis_keeps_a_claim_for_its_lease_and_a_completed_record_for_the_retention_period(
+    redis_target: RedisTarget,
+) -> None:
+    client = redis_target.client()
+    store = RedisIdempotency(client, retention_seconds=3600, lease_seconds=5)
+    await store.begin(KEY, "fp-1")
+    assert 0 < await client.pttl(KEY.redis_key) <= 5_000
 
     await store.complete(KEY, "fp-1", RESPONSE)
 
     assert 60_000 < await client.pttl(KEY.redis_key) <= 3_600_000
-    await store.close()
-
-
-async def test_redis_claim_that_outlives_its_pending_ttl_can_be_taken_over(redis_url: str) -> None:
-    store = RedisIdempotency(redis.asyncio.Redis.from_url(redis_url), pending_ttl_seconds=0.05)
-    await store.begin(KEY, "fp-1")
-
-    # the first claimer "crashed": a retry waits for the pending marker to expire, then runs the call itself
-    assert await store.begin(KEY, "fp-1") == Started()
     await store.close()
 
 
