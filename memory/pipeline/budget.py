@@ -18,7 +18,9 @@ class BudgetExhausted(Exception):
 
 
 class CpuBudget:
-    """`seconds` of thread CPU time from now (`clock` is `time.thread_time`; tests may pass another clock)."""
+    """`seconds` of thread CPU time from now (`clock` is `time.thread_time`; tests may pass another clock).
+    It counts the thread that creates it: create it in the worker thread that does the work (the analysis
+    functions and `conflict.decide(budget_seconds=...)` do), never on the event loop to check elsewhere."""
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.thread_time) -> None:
         self.seconds = seconds

@@ -189,10 +189,14 @@ def decide(
     settings: PipelineSettings,
     claims: Sequence[Claim] | None = None,
     budget: CpuBudget | None = None,
+    budget_seconds: float | None = None,
 ) -> ConflictDecision:
     """What to do with a new statement, given live memories of its namespace and kind with their similarity.
-    With a `budget` (thread CPU time), the candidates it does not reach are left alone and counted in
-    `unexamined`: the decision stands on the closer ones (never raises for lack of budget)."""
+    With a `budget` of thread CPU time (or `budget_seconds`, a budget started here, in the thread that does the
+    work), the candidates it does not reach are left alone and counted in `unexamined`: the decision stands on
+    the closer ones (never raises for lack of budget)."""
+    if budget is None and budget_seconds is not None:
+        budget = CpuBudget(budget_seconds)
     statement = _Statement(content, claims, budget)
     update: tuple[Memory, float] | None = None
     superseded: list[Superseded] = []

@@ -106,6 +106,8 @@ def test_candidates_the_conflict_budget_does_not_reach_are_left_alone_and_counte
     assert len(decision.supersede) + decision.unexamined <= len(old)
     unbounded = conflict.decide("I live in Paris", LATER, old, PipelineSettings())
     assert (unbounded.unexamined, len(unbounded.supersede)) == (0, len(old))
+    spent = conflict.decide("I live in Paris", LATER, old, PipelineSettings(), budget_seconds=0.0)
+    assert (spent.unexamined, spent.action) == (len(old), conflict.ConflictAction.CREATE)
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
