@@ -4,7 +4,6 @@ delete)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -35,22 +34,14 @@ MAX_IMPORT_BATCH = 500
 AdminNamespace = Annotated[str, Field(description="The namespace to act on, e.g. 'user:42'.")]
 
 
-@dataclass(frozen=True, slots=True)
-class ImportRecord:
-    """One exported record, checked: what the import writes, and whether it was forgotten."""
-
-    request: WriteRequest
-    deleted: bool
-
-
 def check_records(
     records: list[dict[str, Any]], principal: Principal, namespace: str, limits: EngineLimits
-) -> list[ImportRecord]:
+) -> list[WriteRequest]:
     """Check every record before any is written (a bad record at index 5 must not leave the first five
     imported): only the fields an export writes, each of the right type, every time within 1970-2200 UTC."""
     if len(records) > MAX_IMPORT_BATCH:
         raise InvalidArgument(f"import at most {MAX_IMPORT_BATCH} records per call")
-    checked: list[ImportRecord] = []
+    checked: list[WriteRequest] = []
     for index, record in enumerate(records):
         where = f"records[{index}]"
         if not isinstance(record, dict):
@@ -72,11 +63,13 @@ def check_records(
                 tool="import_memories",
                 skip_deleted_repeats=True,
                 imported=True,
+                deleted_at=times["deleted_at"],  # a record exported as forgotten is stored forgotten, in one step
+                delete_reason="imported as deleted" if times["deleted_at"] is not None else None,
             )
         except InvalidArgument as exc:
             message = exc.message if exc.message.startswith(where) else f"{where}: {exc.message}"
             raise InvalidArgument(message) from None
-        checked.append(ImportRecord(request, deleted=times["deleted_at"] is not None))
+        checked.append(request)
     return checked
 
 
@@ -85,12 +78,10 @@ async def import_records(
 ) -> dict[str, Any]:
     """Write exported records into `namespace` through the normal write path; repeats are skipped."""
     imported, skipped = 0, 0
-    for record in check_records(records, principal, namespace, rt.memories.limits):
-        outcome = await rt.memories.write(scope, record.request)
+    for request in check_records(records, principal, namespace, rt.memories.limits):
+        outcome = await rt.memories.write(scope, request)
         if outcome.status is WriteStatus.CREATED:
             imported += 1
-            if record.deleted:
-                await rt.memories.forget(scope, outcome.memory.id, "imported as deleted")
         else:
             skipped += 1
     return {"status": "imported", "namespace": namespace, "imported": imported, "skipped": skipped}
