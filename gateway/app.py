@@ -1,7 +1,9 @@
 """`create_app(settings)`: the one app factory. Routes, auth middleware and the lifespan that owns the runtime.
 
-`/mcp` (and `/mcp/`, no redirect) is the stateless streamable-HTTP MCP endpoint behind bearer auth; `/livez` and
-`/readyz` are the probes. The lifespan opens the stores, runs the MCP session manager and closes everything.
+`/mcp` (and `/mcp/`, no redirect) is the stateless streamable-HTTP MCP endpoint behind bearer auth (POST; GET is
+refused with 405, see `gateway/http.py`); `/livez` and `/readyz` are the probes. The lifespan opens the stores,
+runs the MCP session manager and the background loops under one `Supervisor` (`gateway/background.py`), and
+closes everything.
 """
 
 from __future__ import annotations
@@ -20,8 +22,16 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
+from gateway.background import Supervisor
 from gateway.debug import debug_routes
-from gateway.http import McpAuthGate, livez, metrics_endpoint, readyz_endpoint
+from gateway.http import (
+    McpAuthGate,
+    StatelessMcpMethods,
+    livez_endpoint,
+    metrics_endpoint,
+    no_session_to_end,
+    readyz_endpoint,
+)
 from gateway.maintenance import gauge_loop, maintenance_loop
 from gateway.mcp_server import build_mcp_server
 from gateway.observability import Telemetry, TraceContextMiddleware, TracedTokenVerifier
@@ -105,24 +115,38 @@ def create_app(
     def count_rejection(kind: str) -> None:
         telemetry.metrics.rate_limit_rejections.labels(kind=kind).inc()
 
-    mcp_endpoint = McpAuthGate(
-        RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, current_limiter, count_rejection)
+    def count_background_error(task: str) -> None:
+        telemetry.metrics.background_errors.labels(task=task).inc()
+
+    def count_background_round(task: str) -> None:
+        telemetry.metrics.background_rounds.labels(task=task).inc()
+
+    supervisor = Supervisor(count_background_error, count_background_round)
+    mcp_endpoint = StatelessMcpMethods(
+        post=McpAuthGate(
+            RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, current_limiter, count_rejection)
+        ),
+        delete=McpAuthGate(no_session_to_end),
     )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with (
-            open_runtime(settings, clock, backend_tracer) as runtime,
+            open_runtime(settings, clock, backend_tracer, supervisor) as runtime,
             mcp.session_manager.run(),
             anyio.create_task_group() as background,
         ):
+            # innermost: whatever ends the runtime's, the session manager's or this group ends this sentinel
+            await supervisor.watch("lifespan", background)
             holder.set(runtime)
             app.state.runtime = runtime
             if settings.memory_maintenance_interval_seconds > 0:
-                background.start_soon(maintenance_loop, runtime, settings.memory_maintenance_interval_seconds)
-            background.start_soon(gauge_loop, runtime, telemetry.metrics, settings.metrics_sample_seconds)
+                interval = settings.memory_maintenance_interval_seconds
+                background.start_soon(maintenance_loop, runtime, interval, supervisor)
+            background.start_soon(gauge_loop, runtime, telemetry.metrics, settings.metrics_sample_seconds, supervisor)
             try:
                 yield
+                supervisor.stopping()  # a shutdown, not a failure thrown in here
             finally:
                 holder.set(None)
                 background.cancel_scope.cancel()
@@ -131,9 +155,9 @@ def create_app(
 
     app = Starlette(
         routes=[
-            Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
-            Route("/mcp/", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
-            Route("/livez", livez, methods=["GET"]),
+            Route("/mcp", mcp_endpoint),  # every method: StatelessMcpMethods answers 405 to those it does not take
+            Route("/mcp/", mcp_endpoint),
+            Route("/livez", livez_endpoint(holder, supervisor), methods=["GET"]),
             Route("/readyz", readyz_endpoint(holder), methods=["GET"]),
             Route("/metrics", metrics_endpoint(telemetry.metrics), methods=["GET"]),
             *debug_routes(settings, holder, telemetry.metrics),
@@ -147,4 +171,5 @@ def create_app(
     )
     app.state.settings = settings
     app.state.telemetry = telemetry
+    app.state.supervisor = supervisor
     return app

@@ -1,6 +1,7 @@
-"""Debug views for operators, off unless `debug_views_enabled`, and then only for `memory:admin` tokens:
-`/debug/memories` (latest memories of one namespace of the admin's tenant, with metadata) and `/debug/stats`
-(recall and write latency percentiles over a sliding window, and tool call counts)."""
+"""Debug views, off unless `debug_views_enabled`, and then only for `memory:admin` tokens, each scoped to the
+admin's own tenant: `/debug/memories` (latest memories of one namespace of that tenant, with metadata) and
+`/debug/stats` (that tenant's recall and write latency percentiles over a sliding window, and its tool call
+counts). No token sees another tenant's figures here; process-wide figures are on `/metrics`, for operators."""
 
 from __future__ import annotations
 
@@ -87,18 +88,14 @@ def debug_routes(settings: Settings, holder: RuntimeHolder, metrics: Metrics) ->
         principal = _admin(request)
         if isinstance(principal, JSONResponse):
             return principal
-        calls: dict[str, dict[str, float]] = {}
-        for family in metrics.tool_calls.collect():
-            for sample in family.samples:
-                if sample.name.endswith("_total"):
-                    tool, outcome = sample.labels["tool"], sample.labels["outcome"]
-                    calls.setdefault(tool, {})[outcome] = sample.value
+        own = metrics.tenant_stats(principal.tenant)
         return JSONResponse(
             {
-                "window_seconds": metrics.recall_window.seconds,
-                "recall": metrics.recall_window.percentiles(),
-                "write": metrics.write_window.percentiles(),
-                "tool_calls": calls,
+                "tenant": principal.tenant,
+                "window_seconds": own.recall_window.seconds,
+                "recall": own.recall_window.percentiles(),
+                "write": own.write_window.percentiles(),
+                "tool_calls": {tool: dict(outcomes) for tool, outcomes in sorted(own.tool_calls.items())},
             }
         )
 

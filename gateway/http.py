@@ -1,4 +1,10 @@
-"""Plain HTTP surface: the bearer-token gate in front of `/mcp`, and the `/livez` and `/readyz` probes."""
+"""Plain HTTP surface: the method and bearer-token gates in front of `/mcp`, and the `/livez` and `/readyz` probes.
+
+`/mcp` is stateless (no sessions, JSON answers): POST carries every JSON-RPC message. GET, which would open a
+server-to-client SSE stream, is answered 405 (the MCP transport's way to say "no stream here"; clients go on
+without one), so no request can hold a connection open. DELETE, which ends a session, answers 204 to a valid
+token without running an MCP server: there is never a session to end. Any other method: 405.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.background import Supervisor
 from gateway.tool_support import RuntimeHolder
 from memory.errors import MemoryEngineError
 from ops.metrics import Metrics
@@ -58,8 +65,58 @@ class McpAuthGate:
         await send({"type": "http.response.body", "body": body})
 
 
-async def livez(request: Request) -> JSONResponse:
-    return JSONResponse({"status": "ok"})
+ALLOWED_MCP_METHODS = "POST, DELETE"
+
+
+class StatelessMcpMethods:
+    """Sends POST to the MCP app and DELETE to `delete`; answers 405 with `Allow: POST, DELETE` to the rest."""
+
+    def __init__(self, post: ASGIApp, delete: ASGIApp) -> None:
+        self.post = post
+        self.delete = delete
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope.get("method")
+        if method == "POST":
+            await self.post(scope, receive, send)
+        elif method == "DELETE":
+            await self.delete(scope, receive, send)
+        else:
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": -32000,
+                        "message": f"Method Not Allowed: this stateless server takes POST ({method})",
+                    },
+                }
+            ).encode()
+            response = Response(
+                body, status_code=405, media_type="application/json", headers={"Allow": ALLOWED_MCP_METHODS}
+            )
+            await response(scope, receive, send)
+
+
+async def no_session_to_end(scope: Scope, receive: Receive, send: Send) -> None:
+    """DELETE /mcp: the server keeps no sessions, so there is nothing to end (204, idempotent)."""
+    await Response(status_code=204)(scope, receive, send)
+
+
+def livez_endpoint(holder: RuntimeHolder, supervisor: Supervisor) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """200 while the gateway can serve; 503 once the runtime is closed or a watched task group (the runtime's,
+    the lifespan's inside the MCP session manager's) has ended, so a supervisor restarts it. No backend is called
+    (that is `/readyz`)."""
+
+    async def livez(request: Request) -> JSONResponse:
+        problems = supervisor.problems()
+        if holder.current() is None:
+            problems.append("no runtime")
+        if problems:
+            return JSONResponse({"status": "not serving", "problems": problems}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    return livez
 
 
 def readyz_endpoint(holder: RuntimeHolder) -> Callable[[Request], Awaitable[JSONResponse]]:

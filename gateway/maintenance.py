@@ -1,6 +1,10 @@
 """Scheduled memory maintenance (expiry, capacity eviction, consolidation) for every tenant, off the request
 path; also what `hindsight maintain` runs once. Each tenant is maintained under its own admin scope, built by
-`tenancy/` like any other scope, so maintenance obeys the same isolation as tools."""
+`tenancy/` like any other scope, so maintenance obeys the same isolation as tools.
+
+Nothing here may end the runtime: each tenant's pass, each namespace step inside it (`memory/maintenance.py`) and
+each gauge sample is contained by the `Supervisor` (logged with the tenant, counted in
+`hindsight_background_errors_total{task}`), and the loops go on with the next tenant and the next round."""
 
 from __future__ import annotations
 
@@ -10,8 +14,8 @@ from typing import Any
 
 import anyio
 
+from gateway.background import Supervisor
 from gateway.runtime import Runtime
-from memory.errors import MemoryEngineError
 from memory.forgetting import ForgettingPolicy
 from memory.maintenance import MaintenanceReport, maintain_tenant
 from memory.models import MemoryKind
@@ -37,37 +41,45 @@ def forgetting_policy(runtime: Runtime) -> ForgettingPolicy:
     )
 
 
-async def maintain_all(runtime: Runtime, tenants: list[str] | None = None) -> dict[str, dict[str, Any]]:
-    """One pass over the given tenants (default: every tenant with memories); returns a report per tenant."""
+async def maintain_all(
+    runtime: Runtime, tenants: list[str] | None = None, supervisor: Supervisor | None = None
+) -> dict[str, dict[str, Any]]:
+    """One pass over the given tenants (default: every tenant with memories); returns a report per tenant
+    (a tenant whose pass failed as a whole has none; its failure is logged and counted)."""
+    supervisor = supervisor or Supervisor()
     reports: dict[str, dict[str, Any]] = {}
     for tenant in tenants if tenants is not None else await runtime.store.tenants():
-        try:
+        with supervisor.contain("memory_maintenance", tenant=tenant):
             report: MaintenanceReport = await maintain_tenant(
                 runtime.memories, admin_scope(tenant), forgetting_policy(runtime), summarizer=runtime.summarizer
             )
-        except MemoryEngineError as exc:
-            logger.warning("maintenance of tenant %s failed: %s", tenant, exc.message)
-            continue
-        reports[tenant] = asdict(report)
-        logger.info("maintenance of tenant %s: %s", tenant, {k: v for k, v in reports[tenant].items() if v})
+            supervisor.count("memory_maintenance", len(report.failed))  # steps that failed, logged in the pass
+            reports[tenant] = asdict(report)
+            logger.info("maintenance of tenant %s: %s", tenant, {k: v for k, v in reports[tenant].items() if v})
     return reports
 
 
-async def maintenance_loop(runtime: Runtime, interval_seconds: float) -> None:
+async def maintenance_loop(runtime: Runtime, interval_seconds: float, supervisor: Supervisor) -> None:
+    """`maintain_all` every `interval_seconds`; a round that fails (listing the tenants) is logged and counted."""
     while True:
         await anyio.sleep(interval_seconds)
-        await maintain_all(runtime)
+        with supervisor.contain("memory_maintenance"):
+            await maintain_all(runtime, supervisor=supervisor)
+        supervisor.finished("memory_maintenance")
 
 
-async def sample_memory_counts(runtime: Runtime, metrics: Metrics) -> None:
-    """Set the `hindsight_memories{kind}` gauge from the store (per tenant when the tenant label is on)."""
+async def sample_memory_counts(runtime: Runtime, metrics: Metrics, supervisor: Supervisor | None = None) -> None:
+    """Set the `hindsight_memories{kind}` gauge from the store (per tenant when the tenant label is on); a tenant
+    whose counts fail is left out of this sample (logged and counted)."""
+    supervisor = supervisor or Supervisor()
     totals: dict[tuple[str, str], int] = {}
     for tenant in await runtime.store.tenants():
-        scope = admin_scope(tenant)
-        for kind in MemoryKind:
-            count = sum((await runtime.store.namespace_counts(scope, kind)).values())
-            key = (kind.value, tenant if metrics.tenant_label else "")
-            totals[key] = totals.get(key, 0) + count
+        with supervisor.contain("metrics_sampling", tenant=tenant):
+            scope = admin_scope(tenant)
+            counts = {kind: sum((await runtime.store.namespace_counts(scope, kind)).values()) for kind in MemoryKind}
+            for kind, count in counts.items():
+                key = (kind.value, tenant if metrics.tenant_label else "")
+                totals[key] = totals.get(key, 0) + count
     for kind in MemoryKind:
         if not metrics.tenant_label:
             metrics.memories.labels(kind=kind.value).set(totals.get((kind.value, ""), 0))
@@ -76,10 +88,9 @@ async def sample_memory_counts(runtime: Runtime, metrics: Metrics) -> None:
             metrics.memories.labels(kind=kind_value, tenant=tenant).set(count)
 
 
-async def gauge_loop(runtime: Runtime, metrics: Metrics, interval_seconds: float) -> None:
+async def gauge_loop(runtime: Runtime, metrics: Metrics, interval_seconds: float, supervisor: Supervisor) -> None:
     while True:
-        try:
-            await sample_memory_counts(runtime, metrics)
-        except MemoryEngineError as exc:
-            logger.warning("sampling memory counts failed: %s", exc.message)
+        with supervisor.contain("metrics_sampling"):
+            await sample_memory_counts(runtime, metrics, supervisor)
+        supervisor.finished("metrics_sampling")
         await anyio.sleep(interval_seconds)

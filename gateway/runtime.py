@@ -16,10 +16,11 @@ import anyio
 import anyio.to_thread
 from opentelemetry.trace import Tracer
 
+from gateway.background import Supervisor
 from gateway.observability import traced
 from memory.clock import Clock, SystemClock
 from memory.embedders import RemoteEmbedder, RemoteEmbedderConfig, build_embedder
-from memory.errors import BackendUnavailable, InvalidArgument
+from memory.errors import InvalidArgument
 from memory.llm import ChatClient, ChatConfig, ChatImportanceRater, ChatSummarizer
 from memory.pipeline import for_embedder
 from memory.ports import Embedder, ImportanceRater, VectorStore, WorkingMemoryStore
@@ -186,12 +187,17 @@ def shared_state(
 
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, clock: Clock | None = None, tracer: Tracer | None = None
+    settings: Settings,
+    clock: Clock | None = None,
+    tracer: Tracer | None = None,
+    supervisor: Supervisor | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open every backend named by `settings`, run background maintenance, and close it all on exit. With a
     tracer, every call to a backend (embedder, vector store, working memory, idempotency, rate limiter, the LLM's
-    importance ratings) is a span."""
+    importance ratings) is a span. The `supervisor` counts the failures of the background work (store
+    maintenance, access-count flushes), which never end the runtime, and watches the runtime's task group."""
     clock = clock or SystemClock()
+    supervisor = supervisor or Supervisor()
     embedder = raw_embedder = await open_embedder(settings)
     store = await open_vector_store(settings, embedder)
     working, idempotency, limiter, close_shared = shared_state(settings, clock)
@@ -235,10 +241,13 @@ async def open_runtime(
     )
     try:
         async with anyio.create_task_group() as task_group:
+            await supervisor.watch("runtime", task_group)
+            memories.access.report_errors_to(lambda: supervisor.count("access_flush"))
             memories.attach_task_group(task_group)
-            task_group.start_soon(_maintenance_loop, store, settings.maintenance_interval_seconds)
+            task_group.start_soon(_maintenance_loop, store, settings.maintenance_interval_seconds, supervisor)
             try:
                 yield runtime
+                supervisor.stopping()  # left on purpose (not by a failure thrown in here)
             finally:
                 memories.attach_task_group(None)
                 await memories.drain()
@@ -253,10 +262,11 @@ async def open_runtime(
                 await chat.close()
 
 
-async def _maintenance_loop(store: VectorStore, interval: float) -> None:
+async def _maintenance_loop(store: VectorStore, interval: float, supervisor: Supervisor) -> None:
+    """Flush and index the store every `interval` seconds; a failed pass is logged and counted, the next one
+    runs on time."""
     while True:
         await anyio.sleep(interval)
-        try:
+        with supervisor.contain("store_maintenance"):
             await store.maintain()
-        except BackendUnavailable as exc:
-            logger.warning("store maintenance failed: %s", exc.message)
+        supervisor.finished("store_maintenance")

@@ -2,18 +2,29 @@
 
 The gateway's scheduler (and `hindsight maintain`) calls `maintain_tenant` with an admin scope per tenant; the
 `consolidate` MCP tool calls `consolidate` for one namespace.
+
+Maintenance is background work: each step of each namespace (expiry, eviction of one kind, consolidation) is
+one job iteration. A step that raises is logged with the tenant and namespace, listed in the report's `failed`,
+and the pass goes on with the next step and namespace, so one bad namespace (or one bad memory in it) never
+stops the maintenance of the others. Cancellation is not an `Exception` and ends the pass at once.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from memory.consolidation import ConsolidationPolicy, consolidate
+from memory.consolidation import ConsolidationPolicy, ConsolidationResult, consolidate
 from memory.forgetting import ForgettingPolicy, evict, expire
 from memory.llm import ChatSummarizer
 from memory.models import MemoryKind
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
+
+logger = logging.getLogger("hindsight.maintenance")
+T = TypeVar("T")
 
 
 @dataclass
@@ -23,6 +34,7 @@ class MaintenanceReport:
     clusters: int = 0
     consolidated: list[str] = field(default_factory=list)
     namespaces: int = 0
+    failed: list[str] = field(default_factory=list)  # "namespace: step" of every step that raised (and was logged)
 
 
 async def maintain_tenant(
@@ -34,12 +46,28 @@ async def maintain_tenant(
 ) -> MaintenanceReport:
     forgetting = forgetting or ForgettingPolicy()
     report = MaintenanceReport()
+
+    async def step(namespace: str, name: str, work: Awaitable[T]) -> T | None:
+        try:
+            return await work
+        except Exception:  # the top of one job iteration: log, note, and go on with the next
+            logger.exception("maintenance %s of tenant %s namespace %s failed", name, scope.tenant, namespace)
+            report.failed.append(f"{namespace}: {name}")
+            return None
+
     for namespace in sorted(await service.store.namespace_counts(scope)):
         report.namespaces += 1
-        report.expired += len(await expire(service, scope, namespace))
+        expired = await step(namespace, "expiry", expire(service, scope, namespace))
+        report.expired += len(expired or [])
         for kind in MemoryKind:
-            report.evicted += len(await evict(service, scope, namespace, kind, forgetting))
-        result = await consolidate(service, scope, namespace, consolidation, summarizer)
-        report.clusters += result.clusters
-        report.consolidated += result.written
+            evicted = await step(
+                namespace, f"eviction of {kind.value}", evict(service, scope, namespace, kind, forgetting)
+            )
+            report.evicted += len(evicted or [])
+        result: ConsolidationResult | None = await step(
+            namespace, "consolidation", consolidate(service, scope, namespace, consolidation, summarizer)
+        )
+        if result is not None:
+            report.clusters += result.clusters
+            report.consolidated += result.written
     return report

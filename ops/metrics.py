@@ -1,11 +1,15 @@
 """Prometheus metrics: one registry per app (so several apps in one process never collide), with the names and
-labels the dashboards and alerts use. Label cardinality stays bounded: tool, outcome, action, kind, backend, and
-the tenant only when `metrics_tenant_label` is on."""
+labels the dashboards and alerts use. Label cardinality stays bounded: tool, outcome, action, kind, backend,
+task, and the tenant only when `metrics_tenant_label` is on.
+
+Beside the registry, `TenantStats` keeps each tenant's own figures (latency windows, tool call counts) for
+`/debug/stats`, which shows a tenant's admin that tenant alone; the process-wide figures are on `/metrics`."""
 
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter as Tally
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -40,6 +44,19 @@ class LatencyWindow:
             return round(values[min(len(values) - 1, int(q * len(values)))] * 1000, 3) if values else None
 
         return {"count": len(values), "p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99)}
+
+
+TENANT_WINDOW_CAPACITY = 512  # latencies kept per tenant and tool
+MAX_TRACKED_TENANTS = 256  # the least recently active tenant's figures are dropped beyond this
+
+
+@dataclass
+class TenantStats:
+    """One tenant's figures for /debug/stats: its recall and write latencies and its tool calls by outcome."""
+
+    recall_window: LatencyWindow = field(default_factory=lambda: LatencyWindow(capacity=TENANT_WINDOW_CAPACITY))
+    write_window: LatencyWindow = field(default_factory=lambda: LatencyWindow(capacity=TENANT_WINDOW_CAPACITY))
+    tool_calls: dict[str, Tally[str]] = field(default_factory=dict)
 
 
 class Metrics:
@@ -85,22 +102,49 @@ class Metrics:
             "hindsight_memories", "Live memories by kind, sampled periodically.", ["kind", *extra],
             registry=self.registry,
         )  # fmt: skip
-        self.recall_window = LatencyWindow()
-        self.write_window = LatencyWindow()
+        self.background_errors = Counter(
+            "hindsight_background_errors",
+            "Background job iterations that failed and were skipped, by task (store_maintenance, memory_maintenance,"
+            " access_flush, metrics_sampling).",
+            ["task"],
+            registry=self.registry,
+        )
+        self.background_rounds = Counter(
+            "hindsight_background_rounds", "Rounds of each background loop, failed or not (flat: the loop is stuck).",
+            ["task"], registry=self.registry,
+        )  # fmt: skip
+        self._tenants: OrderedDict[str, TenantStats] = OrderedDict()
 
     def labels(self, tenant: str | None) -> dict[str, str]:
         return {"tenant": tenant or ""} if self.tenant_label else {}
 
     def observe_tool(self, tool: str, outcome: str, seconds: float, tenant: str | None) -> None:
         self.tool_calls.labels(tool=tool, outcome=outcome, **self.labels(tenant)).inc()
+        stats = self._tenant_stats(tenant) if tenant else None
+        if stats is not None:
+            stats.tool_calls.setdefault(tool, Tally())[outcome] += 1
         if tool == "recall_memory":
-            histogram, window = self.recall_latency, self.recall_window
+            histogram, window = self.recall_latency, stats.recall_window if stats else None
         elif tool == "write_memory":
-            histogram, window = self.write_latency, self.write_window
+            histogram, window = self.write_latency, stats.write_window if stats else None
         else:
             return
         (histogram.labels(**self.labels(tenant)) if self.tenant_label else histogram).observe(seconds)
-        window.add(seconds)
+        if window is not None:
+            window.add(seconds)
+
+    def tenant_stats(self, tenant: str) -> TenantStats:
+        """The figures of one tenant (empty ones if it made no call lately)."""
+        return self._tenants.get(tenant) or TenantStats()
+
+    def _tenant_stats(self, tenant: str) -> TenantStats:
+        stats = self._tenants.get(tenant)
+        if stats is None:
+            stats = self._tenants[tenant] = TenantStats()
+            while len(self._tenants) > MAX_TRACKED_TENANTS:
+                self._tenants.popitem(last=False)
+        self._tenants.move_to_end(tenant)
+        return stats
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
