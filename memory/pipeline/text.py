@@ -113,26 +113,36 @@ def pieces(word: str) -> list[str]:
     return [word[i : i + MAX_WORD_CHARS] for i in range(0, len(word), MAX_WORD_CHARS)]
 
 
-def _word_tokens(segment: str) -> list[str]:
-    tokens: list[str] = []
+def _add_word(word: str, tokens: list[str]) -> None:
+    if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
+        return
+    if len(word) > MAX_WORD_CHARS:
+        tokens.extend(stem(piece) for piece in pieces(word))
+    else:
+        tokens.append(stem(word))
+
+
+def _add_words(segment: str, tokens: list[str]) -> None:
+    """The tokens of a stretch of text without CJK, appended to `tokens`."""
+    single = segment.strip()
+    if single.isalnum():  # one word and no joiner (what sits between CJK runs, mostly): no scan needed
+        _add_word(single, tokens)
+        return
     for word in _WORD.findall(segment):
-        if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
-            continue
-        if len(word) > MAX_WORD_CHARS:
-            tokens.extend(stem(piece) for piece in pieces(word))
-        else:
-            tokens.append(stem(word))
+        _add_word(word, tokens)
     # codes like "ZX-4471" or "v2.3": also the joined form, so "zx4471" and "zx-4471" meet (kept whole: a long
     # one costs only its own length, and URLs keep meeting their own joined form)
     if _JOINERS.search(segment):
         tokens.extend(_JOINERS.sub("", joined) for joined in _JOINED.findall(segment) if _HAS_DIGIT.search(joined))
-    return tokens
 
 
-def _cjk_tokens(run: str) -> list[str]:
-    tokens = [c for c in run if c not in CJK_STOP_CHARS]
-    tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return tokens
+def _add_cjk(run: str, tokens: list[str]) -> None:
+    if len(run) == 1:
+        if run not in CJK_STOP_CHARS:
+            tokens.append(run)
+        return
+    tokens.extend([c for c in run if c not in CJK_STOP_CHARS])
+    tokens.extend([run[i : i + 2] for i in range(len(run) - 1)])
 
 
 def tokenize(text: str) -> list[str]:
@@ -141,10 +151,13 @@ def tokenize(text: str) -> list[str]:
     tokens: list[str] = []
     position = 0
     for match in CJK_RUN.finditer(text):
-        tokens.extend(_word_tokens(text[position : match.start()]))
-        tokens.extend(_cjk_tokens(match.group()))
+        start = match.start()
+        if start > position:
+            _add_words(text[position:start], tokens)
+        _add_cjk(match.group(), tokens)
         position = match.end()
-    tokens.extend(_word_tokens(text[position:]))
+    if position < len(text):
+        _add_words(text[position:], tokens)
     return tokens
 
 
