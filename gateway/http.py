@@ -88,7 +88,7 @@ class StatelessMcpMethods:
                     "id": None,
                     "error": {
                         "code": -32000,
-                        "message": f"Method Not Allowed: this stateless server takes POST ({method})",
+                        "message": "Method Not Allowed: this stateless server offers no stream; send POST",
                     },
                 }
             ).encode()
