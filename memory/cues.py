@@ -7,7 +7,7 @@ person is answered by that person's own words (95 % of the evidence turns of suc
 in a question tells little (11 % of evidence turns, 26 % of all turns) and is answered by the turn after it
 (63 % of evidence turns follow a question, 30 % of all turns); a "when" question is answered by a turn that
 says when (74 % of its evidence turns, 21 % of other top matches).
-English and Chinese, pure and deterministic.
+English and Chinese, pure and deterministic, and linear in the text (no pattern rescans a run of digits).
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ text gives it, and whether the text presents it as a change ("I moved to Paris",
 
 First-person claims belong to the speaker of a "Speaker: text" memory (record_turn writes "user: ..."), else to
 "user"; "the user ..." belongs to "user". So one person's "my name is" never conflicts with another's.
+
+Linear in the text: at most `MAX_MATCHES_PER_SHAPE` matches of each shape are examined, and the change markers
+are searched once per text (a text repeating "I live in " cost 0.3 s before).
 """
 
 from __future__ import annotations

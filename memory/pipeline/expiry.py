@@ -14,6 +14,10 @@ get one today if I could", "it is still part of my work today"), while phrases t
 ("tomorrow", "next month", "in 3 days") keep theirs ("they said they'd come again next month"); recurring or
 permanent dates ("every Monday", "born on May 5", "生日") set nothing. Of several time-bound phrases, the
 latest day wins. An explicit `ttl_seconds` always wins over the text.
+
+Linear in the text, whatever it holds: a rule scans only a text that has one of its words, examines at most
+`MAX_MATCHES_PER_RULE` matches, the sentences are found once and each is tested for tense once, and a run of
+punctuation is never rescanned (8,000 characters of "on Fri " cost 7.5 s before, ~6 ms now).
 """
 
 from __future__ import annotations
