@@ -1,6 +1,7 @@
 """Reading LoCoMo: conversations as dated turns, questions with normalised evidence turn ids.
 
-The dataset lives outside the repository (`../shared/datasets/locomo/`); this module only parses it.
+The dataset lives outside the repository (`../shared/datasets/locomo/`); this module only parses it. How a
+turn is written as a memory is the caller's choice (`formats.py`).
 """
 
 from __future__ import annotations
@@ -25,13 +26,6 @@ class Turn:
     session: int
     occurred_at: datetime
     caption: str | None = None  # the caption of a photo shared with the turn (LoCoMo's `blip_caption`)
-
-    @property
-    def document(self) -> str:
-        """The text stored and searched: "[session date] speaker: text", and "[shared a photo: caption]" when
-        the turn shared one (the caption is part of what was said; LoCoMo's image search `query` is not used)."""
-        shared = f" [shared a photo: {self.caption}]" if self.caption else ""
-        return f"[{self.occurred_at:%d %B %Y}] {self.speaker}: {self.text}{shared}"
 
 
 @dataclass(frozen=True, slots=True)

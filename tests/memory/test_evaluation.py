@@ -1,5 +1,6 @@
-"""The LoCoMo evaluation: parsing, metrics against hand-worked numbers, and a run through the real engine on a
-tiny conversation in the LoCoMo format plus a smoke run on real dev data."""
+"""The LoCoMo evaluation, engine side: parsing, the turn formats, metrics against hand-worked numbers, the
+hidden-state tally, the report, and the in-process runner (the weight grid's) on a tiny conversation in the
+LoCoMo format plus a smoke run on real dev data. The MCP runner is tested in tests/gateway/test_eval_mcp.py."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import pytest
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.evaluation import locomo
+from memory.evaluation.formats import FORMATS, HEADER, OCCURRED_AT_ONLY, PLAIN
 from memory.evaluation.metrics import Bm25Baseline, Tally, ndcg_at, recall_at, reciprocal_rank
 from memory.evaluation.report import BEGIN, END, render, write_section
-from memory.evaluation.runner import EvalReport, default_grid, evaluate
+from memory.evaluation.results import EvalReport, TurnStates, hidden_state
+from memory.evaluation.runner import default_grid, evaluate
 from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
@@ -47,6 +50,38 @@ def test_malformed_evidence_ids_are_normalised() -> None:
 
 def test_session_times_parse_to_aware_datetimes() -> None:
     assert locomo.parse_session_time("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def test_each_format_writes_the_turn_as_its_definition_says() -> None:
+    turn = locomo.Turn(
+        "D1:3", "Andrew", "So, I started a new job", 1, datetime(2023, 3, 27, 13, 10, 4, tzinfo=UTC), "a desk"
+    )
+    assert PLAIN.text(turn) == "Andrew: So, I started a new job [shared a photo: a desk]"
+    assert HEADER.text(turn) == "[1:10 pm on 27 March, 2023] Andrew: So, I started a new job [shared a photo: a desk]"
+    assert OCCURRED_AT_ONLY.text(turn) == "So, I started a new job [shared a photo: a desk]"
+    morning = locomo.Turn("D1:1", "Ana", "Hi", 1, datetime(2023, 5, 8, 0, 5, tzinfo=UTC))
+    assert HEADER.text(morning) == "[12:05 am on 8 May, 2023] Ana: Hi"
+    assert [f.name for f in FORMATS] == ["plain", "header", "occurred_at"]
+
+
+def test_a_turn_counts_once_in_the_first_hidden_state_that_applies() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    past, future = datetime(2023, 1, 1, tzinfo=UTC), datetime(2030, 1, 1, tzinfo=UTC)
+    assert hidden_state(deleted_at=None, superseded_by=None, expires_at=future, now=now) is None
+    assert hidden_state(deleted_at=None, superseded_by=None, expires_at=past, now=now) == "expired"
+    assert hidden_state(deleted_at=past, superseded_by=None, expires_at=past, now=now) == "expired"
+    assert hidden_state(deleted_at=past, superseded_by=None, expires_at=None, now=now) == "forgotten"
+    assert hidden_state(deleted_at=None, superseded_by="m9", expires_at=past, now=now) == "superseded"
+    states = TurnStates()
+    states.skipped("D1:1")
+    states.stored("D1:2", "m1")
+    states.stored("D1:3", "m1")  # an exact repeat of D1:2: both texts are still stored as said
+    states.stored("D1:4", "m2")
+    states.stored("D1:5", "m2", updated=True)  # a near-duplicate rewrote m2 in place
+    states.stored("D1:6", "m3")
+    states.classify({"m1": None, "m2": "expired", "m3": "superseded"})
+    assert states.state_of == {"D1:1": "skipped", "D1:4": "merged", "D1:5": "expired", "D1:6": "superseded"}
+    assert states.dia_ids_of() == {"m1": ["D1:2", "D1:3"], "m2": ["D1:4", "D1:5"], "m3": ["D1:6"]}
 
 
 def test_plain_bm25_ranks_the_turn_with_the_rare_word_first() -> None:
@@ -110,7 +145,7 @@ async def test_a_tiny_conversation_is_evaluated_through_the_engine(tmp_path: Pat
     assert hindsight["recall@10"] == pytest.approx(1.0)  # 5 turns, top 10: every evidence turn is returned
     assert report.systems["bm25"].overall.means()["recall@5"] == pytest.approx(1.0)
     assert set(report.systems["hindsight"].by_category) == {1, 4}
-    section = render(report, "tiny")
+    section = render([report], "tiny")
     results = tmp_path / "RESULTS.md"
     results.write_text("# Bench\n\nkeep me\n")
     write_section(results, section)
@@ -144,7 +179,7 @@ async def test_the_grid_scores_each_setting_on_both_halves_and_shows_the_best_an
     assert tuned == sorted(tuned, reverse=True)  # best first
     assert all(0.0 <= t <= 1.0 and 0.0 <= h <= 1.0 for _, t, h in report.grid)
     assert service.weights == defaults  # the search leaves the service as it found it
-    table = render(report, "tiny")
+    table = render([report], "tiny", grid=report)
     assert "recall@10 held-out" in table and table.count("(defaults)") == 1
 
 
@@ -164,9 +199,10 @@ async def test_evidence_in_a_time_bound_turn_that_expired_before_the_question_is
     report = await evaluated(tmp_path, embedder, load_one(tmp_path, dataset))
 
     assert report.evidence_expired == 1  # asked on 21 March: the appointment of 4 March has expired
+    assert report.turns_hidden == {"expired": 1}
     assert report.systems["hindsight"].by_category[2].means()["recall@10"] == 0.0
     assert report.systems["bm25"].by_category[2].means()["recall@10"] == 1.0
-    assert "expired before the question was asked" in render(report, "tiny") and ": 1;" in render(report, "tiny")
+    assert "| plain text | evidence turns | 0 | 0 | 0 | 1 | 0 | 1 of 4 (25.0%) |" in render([report], "tiny")
 
 
 @pytest.mark.anyio
