@@ -1,30 +1,50 @@
 """`hindsight eval locomo --data PATH`: the recall-quality evaluation of DESIGN §7 from the command line.
 
-It assembles the engine from settings (on a temporary data directory, so nothing of a real deployment is
-touched), builds an admin scope through `tenancy/`, runs the evaluation and writes the Markdown section into
-`bench/RESULTS.md` (or `--out`)."""
+By default it starts `create_app(settings)` in this process (a temporary data directory, so nothing of a real
+deployment is touched; rate limits off; memory maintenance off, since recall already hides what maintenance
+would soft-delete) and drives it with a real MCP client over an in-process ASGI transport; with `--url` and
+`--token` it drives a running gateway instead. Each turn format of `memory.evaluation.formats` is written and
+asked in its own namespaces (`gateway/eval_mcp.py`), and the Markdown section with the formats side by side
+goes into `bench/RESULTS.md` (or `--out`). `--grid` adds the weight search, which runs in process on a manual
+clock (it changes the service's weights between passes, which no tool does)."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import subprocess
 import sys
 import tempfile
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
+from gateway.app import create_app
+from gateway.eval_mcp import McpEvaluation, Progress
 from gateway.progress import ProgressBar
-from gateway.runtime import open_runtime
+from gateway.runtime import Runtime, open_embedder, open_runtime
 from memory.clock import ManualClock
+from memory.embedders import RemoteEmbedder
 from memory.evaluation import locomo
+from memory.evaluation.formats import BY_NAME, FORMATS, TurnFormat
 from memory.evaluation.report import render, write_section
+from memory.evaluation.results import EvalReport
 from memory.evaluation.runner import default_grid, evaluate
+from memory.ports import Embedder
 from ops.config import Settings
-from tenancy import Principal, scope_for
+from tenancy import Principal, mint_token, scope_for
 from tenancy.principal import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE
+
+LOCAL_URL = "http://127.0.0.1:8080"
+EVAL_SECRET = "hindsight-eval-" + "0" * 32  # signs the in-process run's own token; nothing else accepts it
 
 
 def _commit() -> str:
@@ -35,36 +55,108 @@ def _commit() -> str:
         return "unknown"
 
 
+def eval_settings(data_dir: Path) -> Settings:
+    """The in-process gateway's settings: the environment's engine choices (embedder, weights), on its own data
+    directory, with nothing that would throttle or change memories behind the evaluation's back."""
+    return Settings(
+        _env_file=None,
+        data_dir=data_dir,
+        jwt_secret=EVAL_SECRET,
+        rate_limit_enabled=False,
+        memory_maintenance_interval_seconds=0,
+        maintenance_interval_seconds=3600,
+    )
+
+
+@dataclass
+class Target:
+    client: Client
+    embedder: Embedder
+    where: str
+    run_tag: str
+
+
+@asynccontextmanager
+async def in_process(settings: Settings) -> AsyncIterator[Target]:
+    app = create_app(settings)
+    token = mint_token(EVAL_SECRET, tenant="eval", subject="locomo-eval", read=[], write=[], admin=True)
+    async with app.router.lifespan_context(app):
+        runtime: Runtime = app.state.runtime
+        http = httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app), base_url=LOCAL_URL, headers={"Authorization": f"Bearer {token}"}
+        )
+        async with http, Client(streamable_http_client(f"{LOCAL_URL}/mcp", http_client=http)) as client:
+            where = "`create_app(settings)` in this process, over an in-process ASGI transport"
+            yield Target(client, runtime.embedder, where, "eval")
+
+
+@asynccontextmanager
+async def remote(url: str, token: str, settings: Settings) -> AsyncIterator[Target]:
+    embedder = await open_embedder(settings)  # the dense baseline's: set HINDSIGHT_EMBEDDER like the gateway's
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60.0)
+    try:
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            yield Target(client, embedder, f"the gateway at {url}", f"{datetime.now(UTC):%Y%m%d%H%M%S}")
+    finally:
+        if isinstance(embedder, RemoteEmbedder):
+            await embedder.close()
+
+
+def _progress(fmt: TurnFormat) -> Progress:
+    sys.stderr.write(f"\n{fmt.label}: ")
+    return ProgressBar()
+
+
+async def run_grid(settings: Settings, conversations: Sequence[locomo.Conversation], fmt: TurnFormat) -> EvalReport:
+    clock = ManualClock(datetime.now(UTC))
+    principal = Principal(
+        subject="locomo-eval", tenant="eval", scopes=frozenset({SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN})
+    )
+    async with open_runtime(settings, clock) as runtime:
+        service = runtime.memories
+        sys.stderr.write(f"\nweight grid, in process ({fmt.label}): ")
+        return await evaluate(
+            service,
+            scope_for(principal),
+            clock,
+            conversations,
+            fmt=fmt,
+            grid=default_grid(service.weights),
+            progress=ProgressBar(),
+        )
+
+
 async def run_locomo(args: argparse.Namespace) -> int:
     conversations = locomo.load(Path(args.data))
-    if args.conversations:
-        conversations = conversations[: args.conversations]
+    if args.limit_conversations:
+        conversations = conversations[: args.limit_conversations]
+    formats = [BY_NAME[name] for name in args.formats.split(",")]
+    grid: EvalReport | None = None
     with tempfile.TemporaryDirectory(prefix="hindsight-eval-") as tmp:
-        settings = Settings(
-            _env_file=None,
-            data_dir=Path(tmp),
-            jwt_secret="x" * 32,
-            rate_limit_enabled=False,
-            maintenance_interval_seconds=3600,
-        )
-        clock = ManualClock(datetime.now(UTC))
-        principal = Principal(
-            subject="locomo-eval", tenant="eval", scopes=frozenset({SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN})
-        )
-        async with open_runtime(settings, clock) as runtime:
-            service = runtime.memories
-            grid = default_grid(service.weights) if args.grid else ()
-            report = await evaluate(
-                service, scope_for(principal), clock, conversations, grid=grid, progress=ProgressBar()
-            )
+        settings = eval_settings(Path(tmp) / "mcp")
+        target = remote(args.url, args.token, settings) if args.url else in_process(settings)
+        async with target as t:
+            evaluation = McpEvaluation(t.client, t.embedder, run_tag=t.run_tag)
+            reports = await evaluation.run(formats, conversations, _progress)
+            where = t.where
+        if args.grid:
+            grid = await run_grid(eval_settings(Path(tmp) / "grid"), conversations, BY_NAME[args.grid_format])
     sys.stderr.write("\n")
+    limits = "rate limits off" if not args.url else "that gateway's own rate limits"
+    seconds = ", ".join(f"{r.format} {r.wall_seconds:.0f} s" for r in reports)
     header = (
-        f"`hindsight eval locomo` on `{Path(args.data).name}`, {datetime.now(UTC):%Y-%m-%d}, commit {_commit()}, "
-        f'embedder {settings.embedder}, default weights. Each turn is stored as "[session date] speaker: text" '
-        '(plus "[shared a photo: caption]" when it shared one) at the turn\'s time, in a session per LoCoMo '
-        "session; questions are asked a day after the conversation."
+        f"`hindsight eval locomo --data {Path(args.data).name}"
+        + (f" --limit-conversations {args.limit_conversations}" if args.limit_conversations else "")
+        + (" --grid" if args.grid else "")
+        + f"`, {datetime.now(UTC):%Y-%m-%d}, commit {_commit()}, embedder {settings.embedder}, default weights. "
+        f"Every turn is written with `write_memory` (one `request_id` per turn, `occurred_at` = the turn's time, "
+        f"`session_id` per LoCoMo session) and every question asked with `recall_memory` (`top_k` 10) through "
+        f"a real MCP client against {where}, {limits}, on the system clock: the questions are asked now, as a "
+        f"deployed gateway would see them, so time-bound turns of 2023 have long expired. Median ms/query of "
+        f"hindsight is the client's round trip (SDK client, HTTP, server); the baselines' is their own ranking. "
+        f"Wall time per format: {seconds}. Formats:"
     )
-    section = render(report, header)
+    section = render(reports, header, grid)
     print(section)
     if args.out != "-":
         write_section(Path(args.out), section)
@@ -75,9 +167,37 @@ async def run_locomo(args: argparse.Namespace) -> int:
 def add_eval_commands(sub: Any) -> None:
     evaluation = sub.add_parser("eval", help="measure recall quality")
     which = evaluation.add_subparsers(dest="dataset", required=True)
-    loco = which.add_parser("locomo", help="LoCoMo: recall@5/@10, NDCG@10, MRR of evidence turns vs baselines")
+    loco = which.add_parser("locomo", help="LoCoMo over MCP: recall@5/@10, NDCG@10, MRR per turn format vs baselines")
     loco.add_argument("--data", required=True, help="path to locomo10-dev.json (or another LoCoMo JSON file)")
-    loco.add_argument("--conversations", type=int, help="only the first N conversations")
-    loco.add_argument("--grid", action="store_true", help="also search the scoring weights (cross-validated)")
+    loco.add_argument(
+        "--limit-conversations", "--conversations", type=int, dest="limit_conversations", help="only the first N"
+    )
+    loco.add_argument(
+        "--formats",
+        default=",".join(f.name for f in FORMATS),
+        help="comma-separated turn formats (plain, header, occurred_at); default all three",
+    )
+    loco.add_argument("--url", help="a running gateway's MCP URL (default: the app in this process)")
+    loco.add_argument("--token", help="with --url: a token that may write every namespace of its tenant (admin)")
+    loco.add_argument("--grid", action="store_true", help="also search the scoring weights (in process)")
+    loco.add_argument("--grid-format", default="plain", choices=sorted(BY_NAME), help="the grid's turn format")
     loco.add_argument("--out", default="bench/RESULTS.md", help="Markdown file for the results ('-': stdout only)")
-    loco.set_defaults(func=lambda a: anyio.run(run_locomo, a))
+    loco.set_defaults(func=_run)
+
+
+def quiet_logging() -> None:
+    """wordllama calls `logging.basicConfig(level=INFO)` on import: without this every MCP request of the run
+    would log a line on stderr (and be timed doing it)."""
+    import wordllama  # noqa: F401
+
+    logging.getLogger().setLevel(logging.WARNING)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.url and not args.token:
+        raise SystemExit("--url needs --token")
+    unknown = [name for name in args.formats.split(",") if name not in BY_NAME]
+    if unknown:
+        raise SystemExit(f"unknown format {unknown[0]!r}: choose from {', '.join(BY_NAME)}")
+    quiet_logging()
+    return int(anyio.run(run_locomo, args))

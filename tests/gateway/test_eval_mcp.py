@@ -1,0 +1,155 @@
+"""`hindsight eval locomo` over MCP: a real MCP client writes each turn with `write_memory` and asks each
+question with `recall_memory` against the real app on the system clock, in every turn format; what each turn
+became is read back with `list_memories`; the CLI runs the whole thing end to end in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.applications import Starlette
+
+from gateway.app import create_app
+from gateway.eval_mcp import EvaluationFailed, McpEvaluation
+from gateway.runtime import Runtime
+from memory.evaluation import locomo
+from memory.evaluation.formats import FORMATS, HEADER, PLAIN
+from memory.evaluation.report import BEGIN, END, render
+from ops.config import Settings
+from tests.conftest import Mint, data, mcp_session, running
+
+pytestmark = pytest.mark.anyio
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tiny_dataset() -> list[dict[str, Any]]:
+    first = [
+        {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a greyhound named Pixel last week."},
+        {"speaker": "Ben", "dia_id": "D1:2", "text": "Congrats! I started learning the cello."},
+        {"speaker": "Ana", "dia_id": "D1:3", "text": "My sister lives in Porto and works at a bakery."},
+        {"speaker": "Ben", "dia_id": "D1:4", "text": "I have a dentist appointment tomorrow at 3pm."},
+    ]
+    second = [
+        {"speaker": "Ben", "dia_id": "D2:1", "text": "My cello teacher is called Mrs. Okafor."},
+        {"speaker": "Ana", "dia_id": "D2:2", "text": "Pixel loves the beach near our flat.", "blip_caption": "a dog"},
+    ]
+    qa = [
+        {"question": "What is the name of Ana's dog?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+        {"question": "Who teaches Ben the cello?", "answer": "Mrs. Okafor", "evidence": ["D2:1"], "category": 4},
+        {"question": "Where does Ana's sister live?", "answer": "Porto", "evidence": ["D1:3"], "category": 1},
+        {"question": "When was Ben's dentist appointment?", "answer": "4 March", "evidence": ["D1:4"], "category": 2},
+    ]
+    conversation = {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "10:00 am on 3 March, 2023",
+        "session_1": first,
+        "session_2_date_time": "6:30 pm on 20 March, 2023",
+        "session_2": second,
+    }
+    return [{"sample_id": "tiny-1", "conversation": conversation, "qa": qa}]
+
+
+def tiny(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(tiny_dataset()))
+    return path
+
+
+@pytest.fixture
+async def live_app(settings: Settings) -> Any:
+    """The app on the system clock, as `hindsight serve` runs it (the conftest `app` runs on a manual clock)."""
+    async with running(create_app(settings)) as started:
+        yield started
+
+
+async def test_every_format_is_written_and_asked_through_mcp_with_the_hidden_turns_read_back(
+    live_app: Starlette, mint: Mint, tmp_path: Path
+) -> None:
+    [conversation] = locomo.load(tiny(tmp_path))
+    runtime: Runtime = live_app.state.runtime
+    async with mcp_session(live_app, mint(tenant="eval", read=[], write=[], admin=True)) as client:
+        reports = await McpEvaluation(client, runtime.embedder).run(FORMATS, [conversation])
+        stored = data(await client.call_tool("list_memories", {"namespace": "locomo-eval-header-tiny-1"}))
+
+    assert [r.format for r in reports] == ["plain", "header", "occurred_at"]
+    for report in reports:
+        assert (report.conversations, report.turns, report.questions, report.evidence_total) == (1, 6, 4, 4)
+        # asked now, on the system clock: the appointment "tomorrow" of 3 March 2023 is long past
+        assert report.turns_hidden["expired"] >= 1 and report.evidence_hidden["expired"] >= 1
+        assert report.systems["hindsight"].by_category[2].means()["recall@10"] == 0.0
+        assert report.systems["bm25"].by_category[2].means()["recall@10"] == 1.0  # the baseline has no expiry
+        assert len(report.systems["hindsight"].latencies) == 4
+    plain = reports[0].systems["hindsight"].by_category[4].means()
+    assert plain["recall@10"] == 1.0  # six turns, top 10: every live evidence turn comes back
+    # each format stored exactly its own text, with the turn's time and a request id per turn
+    by_dia = {m["metadata"]["dia_id"]: m for m in stored["memories"]}
+    assert by_dia["D2:2"]["content"] == "[6:30 pm on 20 March, 2023] Ana: Pixel loves the beach near our flat. " + (
+        "[shared a photo: a dog]"
+    )
+    assert by_dia["D2:2"]["created_at"].startswith("2023-03-20T18:30:01")
+    assert by_dia["D2:2"]["source"]["request_id"] == "locomo-eval-header-tiny-1:D2:2"
+
+    section = render(reports, "tiny")
+    assert section.startswith(BEGIN) and section.rstrip().endswith(END)
+    for label in (
+        "| plain text | hindsight |",
+        "| timestamp header | plain BM25 |",
+        "| occurred_at only | dense only |",
+    ):
+        assert label in section
+    assert "| timestamp header | evidence turns |" in section and "recall@10 spread across formats" in section
+
+
+async def test_a_rerun_with_the_same_request_ids_replays_each_write(
+    live_app: Starlette, mint: Mint, tmp_path: Path
+) -> None:
+    [conversation] = locomo.load(tiny(tmp_path))
+    runtime: Runtime = live_app.state.runtime
+    async with mcp_session(live_app, mint(tenant="eval", read=[], write=[], admin=True)) as client:
+        evaluation = McpEvaluation(client, runtime.embedder)
+        first = await evaluation.ingest(PLAIN, conversation, "locomo-rerun")
+        again = await evaluation.ingest(PLAIN, conversation, "locomo-rerun")
+        listed = data(await client.call_tool("list_memories", {"namespace": "locomo-rerun", "include_deleted": True}))
+
+    assert again.memory_of == first.memory_of  # the first answers, not "duplicate" skips
+    assert len(listed["memories"]) == len(set(first.memory_of.values()))
+
+
+async def test_a_token_that_cannot_write_the_namespaces_stops_the_evaluation_with_the_gateway_error(
+    live_app: Starlette, mint: Mint, tmp_path: Path
+) -> None:
+    [conversation] = locomo.load(tiny(tmp_path))
+    runtime: Runtime = live_app.state.runtime
+    async with mcp_session(live_app, mint(tenant="eval", read=["user:1"], write=["user:1"])) as client:
+        with pytest.raises(EvaluationFailed, match="write_memory: namespace_forbidden"):
+            await McpEvaluation(client, runtime.embedder).run([HEADER], [conversation])
+
+
+def test_the_cli_prints_the_three_formats_side_by_side_and_writes_the_section(tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.md"
+    out.write_text("# Bench\n\nkeep me\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    command = [sys.executable, "-m", "gateway.cli", "eval", "locomo", "--data", str(tiny(tmp_path))]
+    result = subprocess.run(
+        [*command, "--limit-conversations", "1", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "HTTP Request" not in result.stderr  # no per-request log lines (they would be timed too)
+    text = out.read_text()
+    assert text.startswith("# Bench\n\nkeep me\n") and text.count(BEGIN) == 1
+    assert "rate limits off" in text and "system clock" in text
+    for fmt in FORMATS:
+        assert f"| {fmt.label} | hindsight |" in text and f"| {fmt.label} | evidence turns |" in text
+    assert result.stdout.startswith(BEGIN)
