@@ -10,7 +10,7 @@ skipped as a whole and recorded with why; the request goes on without it (a writ
     write step    skipped means
     density       the memory is kept (the filter must never drop a fact)
     expiry        no expiry from the text (the memory stays until forgotten or evicted)
-    importance    the default importance (`memory.service.DEFAULT_IMPORTANCE`)
+    importance    the default importance (0.5, `memory.pipeline.rating.DEFAULT_IMPORTANCE`)
     claims        no attributes: conflicts are found by similarity and change markers only
 
     query step    skipped means
@@ -34,7 +34,7 @@ from memory.pipeline.text import normalize
 from memory.ports import SparseVector
 
 # The default budget of a request's text analysis, in seconds of thread CPU time. Normal text needs well under a
-# millisecond per step; hostile text at the 8,000-character limit up to ~30 ms for the costliest step.
+# millisecond per step; hostile text at the 8,000-character limit up to ~20 ms for the costliest step.
 DEFAULT_BUDGET_SECONDS = 0.05
 
 T = TypeVar("T")
