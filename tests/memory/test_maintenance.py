@@ -1,0 +1,44 @@
+"""A maintenance pass is background work (issue #12, deliverable 2): a step that raises in one namespace is
+logged and listed in the report, and the pass goes on with the other steps and namespaces of the tenant."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.clock import ManualClock
+from memory.embedders import WordLlamaEmbedder
+from memory.maintenance import maintain_tenant
+from memory.requests import ListRequest, WriteRequest
+from memory.service import MemoryService
+from memory.stores.edge import EdgeVectorStore
+from tests.memory.conftest import make_memory, scope
+
+pytestmark = pytest.mark.anyio
+
+STANDUPS = [f"The standup meeting moved to nine on {day}" for day in ("Monday", "Tuesday", "Wednesday")]
+
+
+async def test_a_failing_step_in_one_namespace_leaves_the_others_maintained(
+    service: MemoryService, store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, acme: str
+) -> None:
+    admin = scope(acme, admin=True)
+    for i, content in enumerate(STANDUPS):  # related episodes, one stored by an old version with nested tags
+        memory = make_memory(
+            content, tenant=acme, namespace="team:a", at=clock.now(), tags=[["old"]] if i == 0 else ["meetings"]
+        )
+        await store.upsert(admin, [(memory, (await embedder.embed_documents([content]))[0])])
+    await service.write(
+        admin, WriteRequest(content="Temporary door code 1234", subject="t", namespace="team:a", ttl_seconds=60)
+    )
+    await service.write(
+        admin, WriteRequest(content="Guest wifi is hotel-42", subject="t", namespace="team:b", ttl_seconds=60)
+    )
+    clock.advance(120)
+
+    report = await maintain_tenant(service, admin)
+
+    assert report.failed == ["team:a: consolidation"]  # raised TypeError, logged, the pass went on
+    assert report.namespaces == 2
+    assert report.expired == 2  # team:a's expiry ran before, team:b's after the failing step
+    remaining = await service.list(admin, ListRequest(namespace="team:b", limit=10))
+    assert remaining.memories == []
