@@ -8,27 +8,37 @@ import threading
 import time
 import unicodedata
 import uuid
+from collections import OrderedDict
 
 _lock = threading.Lock()
-_last_ms = -1
-_sequence = 0
+_sequences: OrderedDict[int, int] = OrderedDict()  # the last sequence used per millisecond, most recent last
+_REMEMBERED_MS = 4096  # milliseconds whose sequence is remembered (older ones start afresh at random)
 
 
 def _next_sequence(ms: int) -> tuple[int, int]:
-    """A 12-bit counter that increases within one millisecond, so ids made in one process sort in creation
-    order (RFC 9562 §6.2, method 1). A millisecond older than the last one (imported history) starts afresh."""
-    global _last_ms, _sequence
+    """A 12-bit counter that increases within one millisecond, so ids made in one process for the same
+    millisecond sort in creation order (RFC 9562 §6.2, method 1), also for a millisecond in the past (imported
+    history, a test clock) while another time is in use. A new millisecond starts at a random point in the
+    lower quarter, leaving room to count up; past 4,096 ids in one millisecond the next one is borrowed."""
     with _lock:
-        if ms == _last_ms:
-            _sequence += 1
-            if _sequence > 0xFFF:
-                ms = _last_ms = ms + 1
-                _sequence = 0
-        elif ms > _last_ms:
-            _last_ms, _sequence = ms, int.from_bytes(os.urandom(2), "big") & 0x3FF
-        else:
-            return ms, int.from_bytes(os.urandom(2), "big") & 0xFFF
-        return ms, _sequence
+        while True:
+            last = _sequences.get(ms)
+            if last is None:
+                sequence = int.from_bytes(os.urandom(2), "big") & 0x3FF
+                break
+            if last < 0xFFF:
+                sequence = last + 1
+                break
+            ms += 1
+        _remember(ms, sequence)
+        return ms, sequence
+
+
+def _remember(ms: int, sequence: int) -> None:
+    _sequences[ms] = sequence
+    _sequences.move_to_end(ms)
+    while len(_sequences) > _REMEMBERED_MS:
+        _sequences.popitem(last=False)
 
 
 def new_memory_id(now_ms: int | None = None) -> str:

@@ -42,6 +42,7 @@ from memory.validation import (
     check_limit,
     check_top_k,
 )
+from memory.values import check_text
 from memory.visibility import as_seen_by
 from memory.writes import MemoryWriter
 
@@ -158,6 +159,8 @@ class MemoryService:
         """Soft-delete a memory; forgetting an origin also forgets its shared copies."""
         if reason is not None and (not isinstance(reason, str) or len(reason) > 500):
             raise InvalidArgument("reason must be a string of at most 500 characters")
+        if reason is not None:
+            check_text(reason, "reason")
         memory = await self._get_writable(scope, memory_id)
         async with self.locks.hold(scope.tenant, memory.namespace):
             memory = await self._get_writable(scope, memory_id)  # as it is now that no write of it runs

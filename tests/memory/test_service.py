@@ -626,3 +626,15 @@ async def test_list_filters_by_namespace_and_kind_within_the_scope(
         await listed(service, me, namespace="user:2")
     with pytest.raises(InvalidArgument):
         await listed(service, both, limit=0)
+
+
+async def test_a_forget_reason_with_a_nul_byte_is_refused_and_the_memory_stays(
+    service: MemoryService, acme: str
+) -> None:
+    me = scope(acme, write=["user:1"])
+    memory = (await service.write(me, WriteRequest(content="The user lives in Lisbon", subject="a"))).memory
+
+    with pytest.raises(InvalidArgument, match="reason"):
+        await service.forget(me, memory.id, "bad\x00reason")
+
+    assert (await service.get(me, memory.id)).deleted_at is None
