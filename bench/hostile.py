@@ -46,7 +46,10 @@ BEGIN = "<!-- bench:hostile:begin -->"
 END = "<!-- bench:hostile:end -->"
 HEADING = "## Hostile text: CPU per request"
 TENANT = "hostile"
-REFERENCE = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)
+# a date or weekday costs the most when the day it names is still to come: the rules read each text as said on
+# 1 December ("Dec 5", "on Fri" to come) and on 4 May ("5月5日", "May 5" to come)
+REFERENCE = datetime(2026, 12, 1, 20, 0, tzinfo=UTC)
+MAY = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)
 _ENCODER = Bm25Encoder()
 
 
@@ -96,7 +99,8 @@ def _decide(text: str, budget_ms: float | None) -> Callable[[], object]:
 
 # name -> (text -> the call to time); the conflict entries build their candidates once per family
 FUNCTIONS: dict[str, Callable[[str], Callable[[], object]]] = {
-    "expiry": lambda t: lambda: expiry.find_expiry(t, REFERENCE),
+    "expiry, said 1 Dec": lambda t: lambda: expiry.find_expiry(t, REFERENCE),
+    "expiry, said 4 May": lambda t: lambda: expiry.find_expiry(t, MAY),
     "density": lambda t: lambda: density.assess(t),
     "importance": lambda t: lambda: importance.rate(t),
     "claims": lambda t: lambda: claims.extract(t),
@@ -107,7 +111,8 @@ FUNCTIONS: dict[str, Callable[[str], Callable[[], object]]] = {
     "speaker": lambda t: lambda: split_speaker(t),
     "conflict, 16 candidates": lambda t: _decide(t, None),
     "conflict, 50 ms budget": lambda t: _decide(t, 50.0),
-    "analyse_write (budget 50 ms)": lambda t: lambda: analyse_write(t, REFERENCE),
+    "analyse_write (budget 50 ms), said 1 Dec": lambda t: lambda: analyse_write(t, REFERENCE),
+    "analyse_write (budget 50 ms), said 4 May": lambda t: lambda: analyse_write(t, MAY),
     "analyse_query (budget 50 ms)": lambda t: lambda: analyse_query(t, _ENCODER),
 }
 
@@ -243,7 +248,7 @@ def render(results: HostileResults) -> str:
     ]
     write: dict[str, Cost] = results.service.get("write", {})
     recall: dict[str, Cost] = results.service.get("recall", {})
-    analysis = results.functions["analyse_write (budget 50 ms)"]
+    said = [results.functions[f"analyse_write (budget 50 ms), said {day}"] for day in ("1 Dec", "4 May")]
     query = results.functions["analyse_query (budget 50 ms)"]
     for family in families:
         cells = [family]
@@ -254,7 +259,7 @@ def render(results: HostileResults) -> str:
                 if sample
                 else ["–", "–"]
             )
-        cells += [f"{analysis[family].max:.1f}", f"{query[family].max:.1f}"]
+        cells += [f"{max(costs[family].max for costs in said):.1f}", f"{query[family].max:.1f}"]
         lines.append(_row(cells))
     lines += ["", END]
     return "\n".join(lines) + "\n"
