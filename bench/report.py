@@ -28,6 +28,7 @@ HEADINGS = (
     "## Profile",
     "### Micro-checks",
     "## Hostile text: CPU per request",  # written by `bench.hostile` after the report (bench/run.py)
+    "## Write decisions: a labelled set, measured",  # written by `bench.decisions` after that (bench/run.py)
 )
 
 PATH_LABELS = {

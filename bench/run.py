@@ -28,7 +28,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from bench import corpus, hostile
+from bench import corpus, decisions, hostile
 from bench.config import (
     Config,
     Results,
@@ -260,5 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif hostile.BEGIN in previous and hostile.END in previous:
         start, end = previous.index(hostile.BEGIN), previous.index(hostile.END) + len(hostile.END)
         hostile.write_section(cfg.out, previous[start:end] + "\n")
+    if not cfg.render_only:  # the write pipeline's decisions on the labelled set and whole corpora (`bench.decisions`)
+        say("write decisions: the labelled set and whole corpora through the write path")
+        decisions.write_section(cfg.out, decisions.render(anyio.run(decisions.measure, cfg.quick, cfg.workdir)))
+    elif decisions.BEGIN in previous and decisions.END in previous:
+        start, end = previous.index(decisions.BEGIN), previous.index(decisions.END) + len(decisions.END)
+        decisions.write_section(cfg.out, previous[start:end] + "\n")
     say(f"wrote {cfg.out} in {results.wall_s:.0f}s")
     return 0
