@@ -30,7 +30,8 @@ from typing import Any
 import anyio
 
 from bench import decision_corpora
-from bench.decision_set import KINDS, LANGUAGES, REPO, WRITER, Case, load
+from bench.decision_set import FORMATS, KINDS, LANGUAGES, REPO, WRITER, Case, load
+from bench.procinfo import git_commit
 from memory import linking
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
@@ -242,7 +243,7 @@ def _expected(case: Case) -> str:
 
 async def measure(quick: bool = False, workdir: Path | None = None) -> DecisionResults:
     started = time.perf_counter()
-    results = DecisionResults(await judge(load(), workdir))
+    results = DecisionResults(await judge(load(), workdir), commit=git_commit(REPO))
     results.corpora = await decision_corpora.measure(quick, workdir)
     results.seconds = time.perf_counter() - started
     return results
@@ -262,6 +263,19 @@ def _cell(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _breakdown(judged: Sequence[Judged]) -> list[str]:
+    """Cases right per source and per format: where the errors come from."""
+    sources = sorted({j.case.source for j in judged})
+    lines = [_row(["source", *FORMATS, "all"]), _row(["---", *["---:"] * (len(FORMATS) + 1)])]
+    for source in sources:
+        cells = [source]
+        for fmt in (*FORMATS, None):
+            part = [j for j in judged if j.case.source == source and fmt in (None, j.case.format)]
+            cells.append(f"{sum(j.correct for j in part)} / {len(part)}" if part else "–")
+        lines.append(_row(cells))
+    return ["Cases right by source and by the format the scenario was written in:", "", *lines]
+
+
 def render(results: DecisionResults) -> str:
     judged = results.judged
     langs = {lang: sum(j.case.lang == lang for j in judged) for lang in LANGUAGES}
@@ -278,7 +292,9 @@ def render(results: DecisionResults) -> str:
         "labelled so (with the right day for expire, the right earlier memory for supersede and merge); "
         "recall: of the statements labelled so, the share it got right. The bar (issue #13): precision ≥ 0.98 "
         f"for expire, supersede and merge. {len(judged) - len(results.wrong)} of {len(judged)} cases right; "
-        f"{results.seconds:.0f} s.",
+        f"commit {results.commit}, {results.seconds:.0f} s (set and corpora).",
+        "",
+        *_breakdown(judged),
         "",
         _row(["language", "decision", "labelled", "decided", "right", "precision", "recall"]),
         _row(["---", "---", "---:", "---:", "---:", "---:", "---:"]),
