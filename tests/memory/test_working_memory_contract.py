@@ -1,6 +1,6 @@
 """The `WorkingMemoryStore` contract, run against `InProcessWorkingMemory` and `RedisWorkingMemory` (on a real
-redis-server), on a `ManualClock`. Plus Redis fault behaviour: a stopped server is `BackendUnavailable`, and the
-same client works again once the server is back."""
+redis-server and on a real Redis Cluster), on a `ManualClock`. Plus Redis fault behaviour: a stopped server is
+`BackendUnavailable`, and the same client works again once the server is back."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from memory.scope import NamespaceScope
 from memory.working.in_process import InProcessWorkingMemory
 from memory.working.redis_store import RedisWorkingMemory
 from tests.memory.conftest import START, scope
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, RedisTarget
 
 pytestmark = pytest.mark.anyio
 
@@ -33,14 +33,16 @@ def fast_failing_client(url: str) -> redis.asyncio.Redis:
     return redis.asyncio.Redis.from_url(url, retry=Retry(NoBackoff(), 0), socket_timeout=2, socket_connect_timeout=2)
 
 
-@pytest.fixture(params=["in_process", "redis"])
+@pytest.fixture(params=["in_process", "redis", "redis_cluster"])
 async def working(request: pytest.FixtureRequest, clock: ManualClock) -> AsyncIterator[WorkingMemoryStore]:
     store: WorkingMemoryStore
     if request.param == "in_process":
         store = InProcessWorkingMemory(clock)
+    elif request.param == "redis":
+        store = RedisWorkingMemory(RedisTarget(request.getfixturevalue("redis_url"), cluster=False).client(), clock)
     else:
-        url: str = request.getfixturevalue("redis_url")
-        store = RedisWorkingMemory(redis.asyncio.Redis.from_url(url), clock)
+        target = RedisTarget(request.getfixturevalue("redis_cluster_url"), cluster=True)
+        store = RedisWorkingMemory(target.client(), clock)
     yield store
     await store.close()
 

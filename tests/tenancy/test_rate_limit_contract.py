@@ -1,5 +1,6 @@
 """The `RateLimiter` contract, run against `InProcessRateLimiter` and `RedisRateLimiter` (on a real
-redis-server): token buckets per key, consumed all-or-nothing across the buckets of one call."""
+redis-server and on a real Redis Cluster): token buckets per key, consumed all-or-nothing across the buckets of
+one call, which share the tenant's hash tag (one cluster slot)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from redis.backoff import NoBackoff
 from memory.errors import BackendUnavailable
 from tenancy.limits import Bucket, RateDecision, RateLimiter, tenant_prefix
 from tenancy.rate_limits import InProcessRateLimiter, RedisRateLimiter
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, RedisTarget
 from tests.tenancy.signing import FakeMonotonic
 
 pytestmark = pytest.mark.anyio
@@ -26,20 +27,22 @@ def bucket(tenant: str, name: str, capacity: float, refill_per_second: float) ->
     return Bucket(f"{tenant_prefix(tenant)}:rl:{name}", capacity, refill_per_second)
 
 
-@pytest.fixture(params=["in_process", "redis"])
+@pytest.fixture(params=["in_process", "redis", "redis_cluster"])
 async def limiter(request: pytest.FixtureRequest) -> AsyncIterator[RateLimiter]:
     made: RateLimiter
     if request.param == "in_process":
         made = InProcessRateLimiter(clock=FakeMonotonic())
+    elif request.param == "redis":
+        made = RedisRateLimiter(RedisTarget(request.getfixturevalue("redis_url"), cluster=False).client())
     else:
-        made = RedisRateLimiter(redis.asyncio.Redis.from_url(request.getfixturevalue("redis_url")))
+        made = RedisRateLimiter(RedisTarget(request.getfixturevalue("redis_cluster_url"), cluster=True).client())
     yield made
     await made.close()
 
 
 @pytest.fixture
-async def redis_limiter(redis_url: str) -> AsyncIterator[RedisRateLimiter]:
-    made = RedisRateLimiter(redis.asyncio.Redis.from_url(redis_url))
+async def redis_limiter(redis_target: RedisTarget) -> AsyncIterator[RedisRateLimiter]:
+    made = RedisRateLimiter(redis_target.client())
     yield made
     await made.close()
 
@@ -102,8 +105,8 @@ async def test_redis_buckets_refill_in_server_time(redis_limiter: RedisRateLimit
         pytest.fail("a fast bucket never refilled")
 
 
-async def test_redis_buckets_expire_after_twice_their_refill_time(redis_url: str) -> None:
-    client = redis.asyncio.Redis.from_url(redis_url)
+async def test_redis_buckets_expire_after_twice_their_refill_time(redis_target: RedisTarget) -> None:
+    client = redis_target.client()
     limiter = RedisRateLimiter(client)
     slow = bucket("acme", "w:tenant", capacity=10, refill_per_second=0.5)
 
@@ -142,6 +145,26 @@ async def test_an_empty_bucket_of_one_tenant_does_not_limit_another_tenant(limit
     assert [(await limiter.acquire([acme])).allowed for _ in range(3)] == [True, True, False]
 
     assert [(await limiter.acquire([globex])).allowed for _ in range(3)] == [True, True, False]
+
+
+async def test_a_subject_bucket_and_its_tenant_bucket_are_taken_together_on_every_backend(
+    limiter: RateLimiter,
+) -> None:
+    subject = bucket("acme", "s:agent-1:write", capacity=3, refill_per_second=0.001)
+    tenant = bucket("acme", "t:write", capacity=2, refill_per_second=0.001)
+
+    assert [(await limiter.acquire([subject, tenant])).allowed for _ in range(3)] == [True, True, False]
+
+
+async def test_buckets_of_two_tenants_in_one_call_are_refused_before_any_is_taken(limiter: RateLimiter) -> None:
+    acme = bucket("acme", "t:write", capacity=1, refill_per_second=0.001)
+    globex = bucket("globex", "t:write", capacity=1, refill_per_second=0.001)
+
+    with pytest.raises(ValueError, match="hash tag"):
+        await limiter.acquire([acme, globex])
+
+    assert await limiter.acquire([acme]) == ALLOWED
+    assert await limiter.acquire([globex]) == ALLOWED
 
 
 async def test_a_call_with_no_buckets_is_allowed(limiter: RateLimiter) -> None:
