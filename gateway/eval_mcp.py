@@ -114,7 +114,11 @@ class McpEvaluation:
             cursor = page.get("next_cursor")
             if cursor is None:
                 break
-        states.classify(found)
+        missing = states.classify(found)
+        if missing:  # every state must be listed, or the hidden counts would be short
+            raise EvaluationFailed(
+                f"list_memories(include_deleted) of {namespace} lacks {len(missing)} written memories"
+            )
 
     async def recall(self, namespace: str, question: str) -> tuple[list[str], float]:
         started = time.perf_counter()

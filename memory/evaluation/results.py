@@ -101,12 +101,15 @@ class TurnStates:
         earlier.append(dia_id)
         self.memory_of[dia_id] = memory_id
 
-    def classify(self, states: dict[str, str | None]) -> None:
-        """Record the hidden state of each memory (memory id -> state) for the turns that resolved to it."""
+    def classify(self, states: dict[str, str | None]) -> list[str]:
+        """Record the hidden state of each memory (memory id -> state) for the turns that resolved to it, and
+        answer the memory ids the listing lacks (a listing that hides some state would undercount silently)."""
+        missing = [memory_id for memory_id in self._turns_of if memory_id not in states]
         for dia_id, memory_id in self.memory_of.items():
             state = states.get(memory_id)
             if state is not None and dia_id not in self.state_of:
                 self.state_of[dia_id] = state
+        return missing
 
     def dia_ids_of(self) -> dict[str, list[str]]:
         """Memory id -> the dialogue ids it stands for (a recall hit counts for each)."""

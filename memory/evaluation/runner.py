@@ -86,7 +86,9 @@ async def classify(service: MemoryService, scope: NamespaceScope, ingested: Inge
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
-    ingested.states.classify(states)
+    missing = ingested.states.classify(states)
+    if missing:
+        raise RuntimeError(f"the listing of {ingested.namespace} lacks {len(missing)} written memories")
 
 
 async def recalled(

@@ -79,9 +79,12 @@ def test_a_turn_counts_once_in_the_first_hidden_state_that_applies() -> None:
     states.stored("D1:4", "m2")
     states.stored("D1:5", "m2", updated=True)  # a near-duplicate rewrote m2 in place
     states.stored("D1:6", "m3")
-    states.classify({"m1": None, "m2": "expired", "m3": "superseded"})
+    assert states.classify({"m1": None, "m2": "expired", "m3": "superseded"}) == []
     assert states.state_of == {"D1:1": "skipped", "D1:4": "merged", "D1:5": "expired", "D1:6": "superseded"}
     assert states.dia_ids_of() == {"m1": ["D1:2", "D1:3"], "m2": ["D1:4", "D1:5"], "m3": ["D1:6"]}
+    unlisted = TurnStates()
+    unlisted.stored("D1:1", "m1")
+    assert unlisted.classify({}) == ["m1"]  # a listing that lacks a written memory is reported, not read as live
 
 
 def test_plain_bm25_ranks_the_turn_with_the_rare_word_first() -> None:
