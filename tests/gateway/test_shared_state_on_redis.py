@@ -1,0 +1,81 @@
+"""The gateway's shared state on a real Redis and on a real Redis Cluster (`HINDSIGHT_REDIS_CLUSTER`), over MCP:
+a retry of a call whose first attempt died mid-call takes the claim over after one lease and runs (it used to
+wait the full 30 s and answer `backend_unavailable`); idempotent turns replay and land in working memory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from starlette.applications import Starlette
+
+from gateway.app import create_app
+from gateway.errors import REPLAY_META
+from gateway.idempotent_calls import fingerprint
+from memory.clock import ManualClock
+from tenancy.idempotency import RedisIdempotency
+from tenancy.limits import IdempotencyKey, Started
+from tests.conftest import Mint, data, make_settings, mcp_session, running
+from tests.redis_server import RedisTarget
+
+pytestmark = pytest.mark.anyio
+
+LEASE = 0.3
+
+
+@pytest.fixture
+async def app(redis_target: RedisTarget, tmp_path: Path, clock: ManualClock) -> AsyncIterator[Starlette]:
+    settings = make_settings(
+        tmp_path / "data",
+        redis_url=redis_target.url,
+        redis_cluster=redis_target.cluster,
+        idempotency_lease_seconds=LEASE,
+        idempotency_wait_seconds=30,
+    )
+    async with running(create_app(settings, clock=clock)) as started:
+        yield started
+
+
+def turn_arguments(request_id: str) -> dict[str, Any]:
+    return {"session_id": "s1", "role": "user", "content": "hello", "request_id": request_id}
+
+
+async def test_a_retry_of_a_call_that_died_mid_call_runs_once_its_claim_s_lease_ran_out(
+    app: Starlette, redis_target: RedisTarget, mint: Mint
+) -> None:
+    # the first attempt claimed the request on another replica, then that replica was SIGKILLed
+    arguments = turn_arguments("req-crashed")
+    as_the_tool_sees_them = {**arguments, "occurred_at": None, "namespace": None}
+    dead_replica = RedisIdempotency(redis_target.client(), lease_seconds=LEASE)
+    key = IdempotencyKey("acme", "agent-1", "record_turn", "req-crashed")
+    assert await dead_replica.begin(key, fingerprint(as_the_tool_sees_them)) == Started()
+
+    async with mcp_session(app, mint()) as client:
+        with anyio.fail_after(10):  # one lease, far less than the 30 s wait
+            retried = await client.call_tool("record_turn", arguments)
+        replayed = await client.call_tool("record_turn", arguments)
+        session = data(await client.call_tool("get_working_memory", {"session_id": "s1"}))
+
+    assert data(retried)["turns"] == 1
+    assert not (retried.meta and retried.meta.get(REPLAY_META))
+    assert data(replayed) == data(retried)
+    assert replayed.meta is not None and replayed.meta.get(REPLAY_META)
+    assert [t["content"] for t in session["turns"]] == ["hello"]
+    await dead_replica.close()
+
+
+async def test_idempotent_turns_replay_and_land_in_working_memory_on_the_configured_redis(
+    app: Starlette, redis_target: RedisTarget, mint: Mint
+) -> None:
+    async with mcp_session(app, mint()) as client:
+        answers = [data(await client.call_tool("record_turn", turn_arguments(f"req-{n % 3}"))) for n in range(6)]
+        session = data(await client.call_tool("get_working_memory", {"session_id": "s1"}))
+
+    assert [a["turns"] for a in answers] == [1, 2, 3, 1, 2, 3]  # the second three are replays
+    assert [t["content"] for t in session["turns"]] == ["hello"] * 3
+    client_of_test = redis_target.client()
+    assert await client_of_test.exists(IdempotencyKey("acme", "agent-1", "record_turn", "req-0").redis_key) == 1
+    await client_of_test.aclose()
