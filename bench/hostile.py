@@ -241,7 +241,8 @@ def render(results: HostileResults) -> str:
         lines.append(_row([label, family, f"{cost.median:.1f}", f"{cost.max:.1f}"]))
     lines += [
         "",
-        "Per input, in process: median / max CPU ms per call (wall ms median), and the budgeted analyses (max CPU ms):",
+        "Per input, in process: median / max CPU ms per call (wall ms median), and the budgeted analyses "
+        "(max CPU ms; analyse_write: the costlier of the two days the text is said on):",
         "",
         _row(["input", "write CPU", "write wall", "recall CPU", "recall wall", "analyse_write", "analyse_query"]),
         _row(["---", "---:", "---:", "---:", "---:", "---:", "---:"]),
