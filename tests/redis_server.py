@@ -128,7 +128,7 @@ class RedisClusterServer:
         self.workdir = workdir
         taken: set[int] = set()
         self.ports = [free_cluster_port(taken) for _ in range(2 * masters)]
-        self.processes: list[subprocess.Popen[bytes]] = []
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
 
     @property
     def url(self) -> str:
@@ -138,37 +138,7 @@ class RedisClusterServer:
     def start(self, deadline_s: float = 60.0) -> None:
         deadline = time.monotonic() + deadline_s
         for port in self.ports:
-            node_dir = self.workdir / str(port)
-            node_dir.mkdir(parents=True, exist_ok=True)
-            self.processes.append(
-                subprocess.Popen(
-                    [
-                        self.binary,
-                        "--port",
-                        str(port),
-                        "--bind",
-                        "127.0.0.1",
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        str(node_dir / "nodes.conf"),
-                        "--cluster-node-timeout",
-                        "5000",
-                        "--cluster-replica-no-failover",
-                        "yes",
-                        "--save",
-                        "",
-                        "--appendonly",
-                        "no",
-                        "--dir",
-                        str(node_dir),
-                        "--protected-mode",
-                        "no",
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
+            self._spawn(port)
         for port in self.ports:
             self._wait(lambda port=port: self.command(port, "PING") == "PONG", deadline, "node did not start")
         nodes = [f"127.0.0.1:{p}" for p in self.ports]
@@ -179,6 +149,69 @@ class RedisClusterServer:
             timeout=max(1.0, deadline - time.monotonic()),
         )
         self.wait_healthy(deadline)
+
+    def _spawn(self, port: int) -> None:
+        node_dir = self.workdir / str(port)
+        node_dir.mkdir(parents=True, exist_ok=True)
+        self.processes[port] = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                str(node_dir / "nodes.conf"),
+                "--cluster-node-timeout",
+                "5000",
+                "--cluster-replica-no-failover",
+                "yes",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(node_dir),
+                "--protected-mode",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def kill(self, port: int) -> None:
+        """SIGKILL one node (a crashed primary: its unreplicated writes are gone)."""
+        process = self.processes.pop(port)
+        process.kill()
+        process.wait(timeout=10)
+
+    def revive(self, port: int, deadline_s: float = 60.0) -> None:
+        """Start a killed node again on its port and config: it rejoins (a replaced primary as a replica)."""
+        deadline = time.monotonic() + deadline_s
+        self._spawn(port)
+        self._wait(lambda: self.command(port, "PING") == "PONG", deadline, "node did not start")
+        self.wait_healthy(deadline)
+
+    def takeover(self, replica_port: int, deadline_s: float = 30.0) -> None:
+        """`CLUSTER FAILOVER TAKEOVER` on the replica of a dead primary: it takes the shard without a vote."""
+        deadline = time.monotonic() + deadline_s
+        answer = self.command(replica_port, "CLUSTER", "FAILOVER", "TAKEOVER")
+        if answer != "OK":
+            raise RuntimeError(f"CLUSTER FAILOVER TAKEOVER answered {answer!r}")
+        self._wait(lambda: self.info(replica_port, "replication").get("role") == "master", deadline, "no takeover")
+
+    def wait_replicated(self, primary: int, deadline_s: float = 10.0) -> None:
+        """Until every replica of `primary` has acknowledged all of its writes."""
+
+        def caught_up() -> bool:
+            replication = self.info(primary, "replication")
+            offset = replication.get("master_repl_offset")
+            replicas = [v for k, v in replication.items() if k.startswith("slave") and k[5:].isdigit()]
+            return bool(replicas) and all(f"offset={offset}," in r for r in replicas)
+
+        self._wait(caught_up, time.monotonic() + deadline_s, "replicas did not catch up")
 
     def command(self, port: int, *args: str) -> str:
         """One command through redis-cli on a node; its answer as text ('' if the node does not answer)."""
@@ -250,8 +283,8 @@ class RedisClusterServer:
         raise RuntimeError(message)
 
     def stop(self) -> None:
-        for process in self.processes:
+        for process in self.processes.values():
             process.kill()
-        for process in self.processes:
+        for process in self.processes.values():
             process.wait(timeout=10)
-        self.processes = []
+        self.processes = {}

@@ -2,7 +2,9 @@
 append a working-memory turn, store the answer) and rate-limit takes at tenants served by one primary, that
 primary's replica takes over (`CLUSTER FAILOVER`). Afterwards every acknowledged call replays its stored answer
 without running again, every acknowledged turn is in its session, the rate limit allowed exactly the bucket's
-capacity, and the calls that failed during the failover failed with the retryable `BackendUnavailable`."""
+capacity, and the calls that failed during the failover failed with the retryable `BackendUnavailable`.
+When a primary dies instead (SIGKILL, then `CLUSTER FAILOVER TAKEOVER` on its replica), its calls fail with
+`BackendUnavailable` until the replica has taken over, and then every replicated write is there."""
 
 from __future__ import annotations
 
@@ -182,4 +184,69 @@ async def test_a_failover_during_writes_loses_no_acknowledged_write_and_keeps_id
     assert tally.take_errors == 0
     assert tally.allowed == CAPACITY
     assert tally.refused == sum(calls_of.values()) - CAPACITY
+    await client.aclose()
+
+
+async def test_while_a_dead_primary_is_replaced_calls_fail_retryably_and_replicated_writes_survive(
+    redis_cluster: RedisClusterServer, redis_cluster_url: str
+) -> None:
+    primary, replicas = next(iter(redis_cluster.masters().items()))
+    tenant = tenants_on(redis_cluster, primary, 1)[0]
+    me = scope(tenant, read=["user:1"], write=["user:1"])
+    client = RedisTarget(redis_cluster_url, cluster=True).client()
+    idempotency = RedisIdempotency(client, wait_timeout_seconds=10, lease_seconds=5)
+    working = RedisWorkingMemory(client, ManualClock(START))
+    limiter = RedisRateLimiter(client)
+    bucket = Bucket(f"{tenant_prefix(tenant)}:rl:t:write", 100, 1e-6)
+
+    def key(n: int) -> IdempotencyKey:
+        return IdempotencyKey(tenant, "agent", "record_turn", f"req-{n}")
+
+    async def call(n: int) -> dict[str, Any]:
+        """One idempotent turn, as the gateway runs it; BackendUnavailable leaves no claim behind it."""
+        claim = await idempotency.begin(key(n), "fp")
+        if isinstance(claim, Replay):
+            return claim.response
+        turn = Turn(role="user", content=f"turn {n}", occurred_at=START + timedelta(seconds=n))
+        session, _ = await working.append_turn(me, "user:1", "s", turn, window=1000, ttl_seconds=3600)
+        body = {"turns": len(session.turns)}
+        await idempotency.complete(key(n), "fp", body)
+        return body
+
+    answers = {n: await call(n) for n in range(20)}
+    assert (await limiter.acquire([bucket])).allowed
+    redis_cluster.wait_replicated(primary)
+
+    redis_cluster.kill(primary)
+    failures = 0
+    dead_at = time.monotonic()
+    with anyio.fail_after(60):
+        for n in range(20, 25):
+            with pytest.raises(BackendUnavailable):
+                await call(n)
+            failures += 1
+        with pytest.raises(BackendUnavailable):
+            await limiter.acquire([bucket])
+        failures += 1
+        failing_seconds = (time.monotonic() - dead_at) / failures
+
+        await anyio.to_thread.run_sync(redis_cluster.takeover, replicas[0])
+        for _ in range(200):  # bounded: until the client has found the new primary
+            try:
+                answers[20] = await call(20)
+                break
+            except BackendUnavailable:
+                failures += 1
+        else:
+            raise AssertionError("the promoted replica never answered")
+        for n in range(21, 25):
+            answers[n] = await call(n)
+        await anyio.to_thread.run_sync(redis_cluster.revive, primary)
+    print(f"\ndead primary: {failures} calls failed with BackendUnavailable ({failing_seconds:.2f} s each)")
+
+    assert [await call(n) for n in range(25)] == [answers[n] for n in range(25)]  # replays
+    session = await working.get(me, "user:1", "s")
+    assert session is not None
+    assert [t.content for t in session.turns] == [f"turn {n}" for n in range(25)]  # each once, none lost
+    assert [(await limiter.acquire([bucket])).allowed for _ in range(100)].count(True) == 99
     await client.aclose()
