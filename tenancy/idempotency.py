@@ -58,28 +58,33 @@ async def run_claimed(store: IdempotencyStore, key: IdempotencyKey, operation: C
     unreachable) is logged and tried again at the next tick."""
     outcome: list[T] = []
     failure: list[Exception] = []
+    done = anyio.Event()
     async with anyio.create_task_group() as task_group:
-        task_group.start_soon(_keep_renewing, store, key)
+        task_group.start_soon(_keep_renewing, store, key, done)
         try:
             outcome.append(await operation())
         except Exception as exc:  # re-raised below: raised inside the task group it would come out as a group
             failure.append(exc)
         finally:
-            task_group.cancel_scope.cancel()
+            done.set()
     if failure:
         raise failure[0]
     return outcome[0]
 
 
-async def _keep_renewing(store: IdempotencyStore, key: IdempotencyKey) -> None:
+async def _keep_renewing(store: IdempotencyStore, key: IdempotencyKey, done: anyio.Event) -> None:
     interval = store.lease_seconds / 3
     while True:
-        await anyio.sleep(interval)
-        try:
-            held = await store.renew(key)
-        except BackendUnavailable as exc:
-            logger.warning("could not renew an idempotency claim (%s); retrying", exc.message)
-            continue
+        with anyio.move_on_after(interval):
+            await done.wait()
+        if done.is_set():
+            return
+        with anyio.CancelScope(shield=True):  # never cancelled half-way: a client may not survive that
+            try:
+                held = await store.renew(key)
+            except BackendUnavailable as exc:
+                logger.warning("could not renew an idempotency claim (%s); retrying", exc.message)
+                continue
         if not held:
             logger.warning("an idempotency claim ran out while its call was running; a retry may run it too")
             return
