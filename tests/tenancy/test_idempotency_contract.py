@@ -193,8 +193,9 @@ async def test_a_retry_takes_over_the_claim_of_a_call_that_died_once_its_lease_r
 
 
 async def test_of_many_retries_of_a_dead_call_exactly_one_takes_its_claim_over(make_store: StoreFactory) -> None:
-    # the lease outlasts a first script call on a cluster (it loads the script on every primary)
-    replicas = [make_store(wait_timeout_seconds=10, lease_seconds=0.5) for _ in range(3)]
+    # the winner's lease must outlast its own `complete` (a first script call on a cluster loads the script on
+    # every primary; a loaded machine adds more), else a second retry rightly takes the claim over too
+    replicas = [make_store(wait_timeout_seconds=10, lease_seconds=1.0) for _ in range(3)]
     assert await replicas[0].begin(KEY, "fp-1") == Started()  # then it dies
     claims: list[Claim] = []
 
