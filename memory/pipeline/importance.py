@@ -11,7 +11,8 @@ Start from 0.5 and apply every rule that fires, English and Chinese:
 - `time_bound`: the text names a coming day (step 2 found an expiry) -> +0.05;
 - `small_talk`: pleasantries and little else, with none of the above ("how are you?", "haha that's funny",
   "哈哈") -> 0.2.
-The result is clamped to 0..1 and the rules that fired are recorded on the memory. With an LLM configured for
+The result is clamped to 0..1 and the rules that fired are recorded on the memory. Linear in the text: a rule
+scans only a text that holds one of its words, and no pattern rescans a run of numerals. With an LLM configured for
 importance (`memory.pipeline.rating`), these rules are its fallback.
 """
 
@@ -69,6 +70,35 @@ _SMALL_TALK = re.compile(
 )
 
 
+# For each rule, words one of which its every match contains (lowercase): a text without any of them is not
+# scanned by the rule. `None`: always scanned (a digit or a currency sign is a single character anyway).
+_NEEDLES: dict[str, tuple[str, ...] | None] = {
+    "deadline": (
+        *("deadline", "due", "expir", "appointment", "meeting", "interview", "flight", "exam", "submit", "by"),
+        *("before", "until", "截止", "到期", "期限", "前", "预约", "会议", "开会", "面试", "考试", "航班"),
+    ),
+    "preference": (
+        *("prefer", "like", "love", "hate", "enjoy", "stand", "want", "need", "favo", "allergic", "vegan"),
+        *("vegetarian", "喜欢", "爱", "讨厌", "偏好", "想要", "需要", "过敏", "吃素", "偏爱"),
+    ),
+    "personal": ("name", "call", "live", "work", "study", "im", "i'm", "my", "our", "user", "我"),
+    "specifics": None,
+    "explicit": (
+        *("remember", "forget", "important", "crucial", "critical", "make", "keep", "note", "记", "别忘"),
+        *("不要忘", "重要", "务必", "千万", "一定要", "切记"),
+    ),
+    "small_talk": (
+        *("how", "what", "nice", "good", "long", "have", "haha", "lol", "that", "sound", "thank", "hello", "hey"),
+        *("hi", "你好吗", "最近怎么样", "哈哈", "呵呵", "谢谢", "不客气", "好久不见", "吃了吗"),
+    ),
+}
+
+
+def _may_match(rule: str, lowered: str) -> bool:
+    needles = _NEEDLES[rule]
+    return needles is None or any(needle in lowered for needle in needles)
+
+
 def _words_left(text: str) -> float:
     """Informative words in `text`, counting two Chinese characters as one word."""
     words = content_words(text)
@@ -86,6 +116,8 @@ def rate(content: str, *, time_bound: bool = False, budget: CpuBudget | None = N
     with a `budget`, raises `BudgetExhausted` between rules when it runs out."""
     rules: list[str] = []
     value = BASE
+    # what `re.IGNORECASE` matches, in lowercase ("ı" and "ſ" match "i" and "s" too)
+    lowered = content.lower().replace("ı", "i").replace("ſ", "s")
     for name, pattern, boost in (
         ("deadline", _DEADLINE, 0.15),
         ("preference", _PREFERENCE, 0.15),
@@ -93,18 +125,19 @@ def rate(content: str, *, time_bound: bool = False, budget: CpuBudget | None = N
         ("specifics", _SPECIFICS, 0.1),
     ):
         check(budget)
-        if pattern.search(content):
+        if _may_match(name, lowered) and pattern.search(content):
             rules.append(name)
             value += boost
     if time_bound:
         rules.append("time_bound")
         value += 0.05
     check(budget)
-    if _EXPLICIT.search(content):
+    if _may_match("explicit", lowered) and _EXPLICIT.search(content):
         rules.append("explicit")
         value = max(value, EXPLICIT_FLOOR)
     check(budget)
-    if not rules and _SMALL_TALK.search(content) and _words_left(_SMALL_TALK.sub(" ", content)) <= 2:
+    small_talk = not rules and _may_match("small_talk", lowered) and _SMALL_TALK.search(content) is not None
+    if small_talk and _words_left(_SMALL_TALK.sub(" ", content)) <= 2:
         rules.append("small_talk")
         value = SMALL_TALK
     return ImportanceVerdict(round(min(1.0, max(0.0, value)), 4), tuple(rules))
