@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 
@@ -18,6 +18,7 @@ from opentelemetry.trace import Tracer
 
 from gateway.background import Supervisor
 from gateway.observability import traced
+from gateway.shared_state import shared_state
 from memory.clock import Clock, SystemClock
 from memory.embedders import RemoteEmbedder, RemoteEmbedderConfig, build_embedder
 from memory.errors import InvalidArgument
@@ -29,7 +30,6 @@ from memory.service import MemoryService
 from memory.sessions import SessionService
 from memory.stores.edge import EdgeVectorStore
 from memory.validation import EngineLimits
-from memory.working.in_process import InProcessWorkingMemory
 from ops.config import Settings
 from tenancy.limits import IdempotencyStore, RateLimiter
 
@@ -149,42 +149,6 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
     )
 
 
-def shared_state(
-    settings: Settings, clock: Clock
-) -> tuple[WorkingMemoryStore, IdempotencyStore, RateLimiter | None, Callable[[], Awaitable[None]]]:
-    """Working memory, idempotency and rate limits: in Redis (or a Redis Cluster with `redis_cluster`) when
-    `redis_url` is set, else in this process. Returns them with the function that closes the shared client."""
-    if settings.redis_url:
-        from memory.working.redis_store import RedisWorkingMemory
-        from ops.redis_client import open_redis
-        from tenancy.idempotency import RedisIdempotency
-        from tenancy.rate_limits import RedisRateLimiter
-
-        client = open_redis(
-            settings.redis_url, cluster=settings.redis_cluster, timeout_seconds=settings.backend_timeout_seconds
-        )
-        working: WorkingMemoryStore = RedisWorkingMemory(client, clock)
-        idempotency: IdempotencyStore = RedisIdempotency(
-            client,
-            retention_seconds=settings.idempotency_retention_seconds,
-            wait_timeout_seconds=settings.idempotency_wait_seconds,
-            lease_seconds=settings.idempotency_lease_seconds,
-        )
-        limiter: RateLimiter | None = RedisRateLimiter(client)
-        return working, idempotency, limiter if settings.rate_limit_enabled else None, client.aclose
-    from tenancy.idempotency import InProcessIdempotency
-    from tenancy.rate_limits import InProcessRateLimiter
-
-    working = InProcessWorkingMemory(clock)
-    idempotency = InProcessIdempotency(
-        retention_seconds=settings.idempotency_retention_seconds,
-        wait_timeout_seconds=settings.idempotency_wait_seconds,
-        lease_seconds=settings.idempotency_lease_seconds,
-    )
-    limiter = InProcessRateLimiter(lambda: clock.now().timestamp()) if settings.rate_limit_enabled else None
-    return working, idempotency, limiter, working.close
-
-
 @asynccontextmanager
 async def open_runtime(
     settings: Settings,
@@ -200,15 +164,16 @@ async def open_runtime(
     supervisor = supervisor or Supervisor()
     embedder = raw_embedder = await open_embedder(settings)
     store = await open_vector_store(settings, embedder)
-    working, idempotency, limiter, close_shared = shared_state(settings, clock)
+    shared = shared_state(settings, clock)
+    working, idempotency, limiter, close_shared = shared.working, shared.idempotency, shared.limiter, shared.close
     if tracer is not None:
-        shared = "redis" if settings.redis_url else "in_process"
+        system = "redis" if settings.redis_url else "in_process"
         vectors = "qdrant" if settings.qdrant_url else "qdrant_edge"
         embedder = traced(embedder, "embedder", tracer, **{"hindsight.embedder": embedder.model_id})
         store = traced(store, "vector_store", tracer, **{"db.system": vectors})
-        working = traced(working, "working_memory", tracer, **{"db.system": shared})
-        idempotency = traced(idempotency, "idempotency", tracer, **{"db.system": shared})
-        limiter = traced(limiter, "rate_limiter", tracer, **{"db.system": shared}) if limiter else None
+        working = traced(working, "working_memory", tracer, **{"db.system": system})
+        idempotency = traced(idempotency, "idempotency", tracer, **{"db.system": system})
+        limiter = traced(limiter, "rate_limiter", tracer, **{"db.system": system}) if limiter else None
     chat = chat_client(settings)
     rater: ImportanceRater | None = None
     if chat is not None and settings.llm_importance:
@@ -226,6 +191,7 @@ async def open_runtime(
         pipeline=pipeline,
         tenant_weights=tenant_scoring_weights(settings, weights),
         importance_rater=rater,
+        locks=shared.locks,
     )
     summarizer = ChatSummarizer(chat) if chat is not None else None
     runtime = Runtime(

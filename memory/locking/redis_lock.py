@@ -17,12 +17,13 @@ from typing import Any
 from urllib.parse import quote
 
 import anyio
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from memory.errors import BackendUnavailable
 from memory.locking.in_process import InProcessNamespaceLocks
 
 logger = logging.getLogger("hindsight.locks")
+_FAILURES = (RedisError, RedisClusterException, OSError)
 
 DEFAULT_LEASE_SECONDS = 15.0
 DEFAULT_WAIT_SECONDS = 10.0
@@ -65,7 +66,7 @@ class RedisNamespaceLocks:
             try:
                 if await self._client.set(key, token, nx=True, px=self.lease_ms):
                     return
-            except RedisError as exc:
+            except _FAILURES as exc:
                 raise BackendUnavailable(f"redis unavailable for the namespace lock: {type(exc).__name__}") from exc
             if anyio.current_time() + delay > deadline:
                 raise BackendUnavailable("the namespace is busy with another replica's write; retry shortly")
@@ -75,5 +76,5 @@ class RedisNamespaceLocks:
     async def _release(self, key: str, token: str) -> None:
         try:
             await self._client.eval(_RELEASE, 1, key, token)
-        except RedisError as exc:  # the lease ends it anyway
+        except _FAILURES as exc:  # the lease ends it anyway
             logger.warning("could not release namespace lock %s (%s); its lease ends it", key, type(exc).__name__)

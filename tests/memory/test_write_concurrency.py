@@ -22,6 +22,7 @@ from memory.requests import ListRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
+from ops.redis_client import open_redis
 from tests.memory.conftest import scope
 
 pytestmark = pytest.mark.anyio
@@ -29,16 +30,20 @@ pytestmark = pytest.mark.anyio
 EngineFactory = Callable[[], MemoryService]
 
 
-@pytest.fixture(params=["in_process", "redis"])
+@pytest.fixture(params=["in_process", "redis", "redis_cluster"])
 async def engines(
     request: pytest.FixtureRequest, store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock
 ) -> AsyncIterator[list[MemoryService]]:
-    """Two engines over one store: one process sharing its in-process locks, or two replicas sharing Redis."""
+    """Two engines over one store: one process sharing its in-process locks, or two replicas sharing Redis (a
+    single server or a 3-primary cluster)."""
     if request.param == "in_process":
         locks = InProcessNamespaceLocks()
         yield [MemoryService(store, embedder, clock, locks=locks) for _ in range(2)]
         return
-    client = redis.asyncio.Redis.from_url(request.getfixturevalue("redis_url"))
+    if request.param == "redis":
+        client = redis.asyncio.Redis.from_url(request.getfixturevalue("redis_url"))
+    else:
+        client = open_redis(request.getfixturevalue("redis_cluster_url"), cluster=True, timeout_seconds=5)
     try:
         yield [MemoryService(store, embedder, clock, locks=RedisNamespaceLocks(client)) for _ in range(2)]
     finally:

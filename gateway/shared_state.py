@@ -1,0 +1,64 @@
+"""`shared_state(settings, clock)`: what every gateway replica must share, in Redis (or a Redis Cluster) when
+`redis_url` is set, else in this process: working memory, idempotency records, rate-limit buckets and the
+per-namespace write locks, with the function that closes their client."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from memory.clock import Clock
+from memory.locking import InProcessNamespaceLocks
+from memory.ports import NamespaceLocks, WorkingMemoryStore
+from memory.working.in_process import InProcessWorkingMemory
+from ops.config import Settings
+from tenancy.limits import IdempotencyStore, RateLimiter
+
+
+@dataclass(frozen=True, slots=True)
+class SharedState:
+    working: WorkingMemoryStore
+    idempotency: IdempotencyStore
+    limiter: RateLimiter | None  # None when rate limits are off
+    locks: NamespaceLocks
+    close: Callable[[], Awaitable[None]]
+
+
+def shared_state(settings: Settings, clock: Clock) -> SharedState:
+    if settings.redis_url:
+        from memory.locking.redis_lock import RedisNamespaceLocks
+        from memory.working.redis_store import RedisWorkingMemory
+        from ops.redis_client import open_redis
+        from tenancy.idempotency import RedisIdempotency
+        from tenancy.rate_limits import RedisRateLimiter
+
+        client = open_redis(
+            settings.redis_url, cluster=settings.redis_cluster, timeout_seconds=settings.backend_timeout_seconds
+        )
+        return SharedState(
+            working=RedisWorkingMemory(client, clock),
+            idempotency=RedisIdempotency(
+                client,
+                retention_seconds=settings.idempotency_retention_seconds,
+                wait_timeout_seconds=settings.idempotency_wait_seconds,
+                lease_seconds=settings.idempotency_lease_seconds,
+            ),
+            limiter=RedisRateLimiter(client) if settings.rate_limit_enabled else None,
+            locks=RedisNamespaceLocks(client, wait_seconds=settings.backend_timeout_seconds * 2),
+            close=client.aclose,
+        )
+    from tenancy.idempotency import InProcessIdempotency
+    from tenancy.rate_limits import InProcessRateLimiter
+
+    working = InProcessWorkingMemory(clock)
+    return SharedState(
+        working=working,
+        idempotency=InProcessIdempotency(
+            retention_seconds=settings.idempotency_retention_seconds,
+            wait_timeout_seconds=settings.idempotency_wait_seconds,
+            lease_seconds=settings.idempotency_lease_seconds,
+        ),
+        limiter=InProcessRateLimiter(lambda: clock.now().timestamp()) if settings.rate_limit_enabled else None,
+        locks=InProcessNamespaceLocks(wait_seconds=settings.backend_timeout_seconds * 2),
+        close=working.close,
+    )
