@@ -129,19 +129,16 @@ GRID_SHOWN = 8
 
 def _grid_rows(report: EvalReport) -> list[str]:
     """The best settings on the tuning half with their held-out recall, and where the defaults stand."""
+    means = report.systems["hindsight"].overall.means()
     lines = [
         "",
         f"Weight grid, in process (`MemoryService` on a manual clock, questions asked a day after each "
         f"conversation, {label(report)} format; tuned = recall@10 on the first half of the conversations, "
-        f"held-out = on the other half; the best {GRID_SHOWN} by tuned, then the defaults):",
+        f"held-out = on the other half; the best {GRID_SHOWN} by tuned, then the defaults). The in-process run "
+        f"itself, default weights: recall@10 {means['recall@10']:.3f}, MRR {means['mrr']:.3f}, "
+        f"{report.evidence_expired} evidence turns expired by the time of the question.",
         "",
     ]
-    means = report.systems["hindsight"].overall.means()
-    lines.insert(
-        -1,
-        f"The in-process run itself (default weights): recall@10 {means['recall@10']:.3f}, MRR {means['mrr']:.3f}, "
-        f"{report.evidence_expired} evidence turns expired by the time of the question.\n",
-    )
     shown = list(report.grid[:GRID_SHOWN])
     shown += [entry for entry in report.grid[GRID_SHOWN:] if entry[0] == report.defaults]
     rows = []
