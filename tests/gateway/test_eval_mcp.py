@@ -1,6 +1,7 @@
 """`hindsight eval locomo` over MCP: a real MCP client writes each turn with `write_memory` and asks each
 question with `recall_memory` against the real app on the system clock, in every turn format; what each turn
-became is read back with `list_memories`; the CLI runs the whole thing end to end in a subprocess."""
+became is read back with `list_memories`; the CLI runs the whole thing end to end in a subprocess,
+in process or against a running `hindsight serve`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from memory.evaluation.formats import FORMATS, HEADER, PLAIN
 from memory.evaluation.report import BEGIN, END, render
 from ops.config import Settings
 from tests.conftest import Mint, data, mcp_session, running
+from tests.gateway.test_cli_serve import free_port, wait_until_live
 
 pytestmark = pytest.mark.anyio
 REPO = Path(__file__).resolve().parents[2]
@@ -153,3 +155,41 @@ def test_the_cli_prints_the_three_formats_side_by_side_and_writes_the_section(tm
     for fmt in FORMATS:
         assert f"| {fmt.label} | hindsight |" in text and f"| {fmt.label} | evidence turns |" in text
     assert result.stdout.startswith(BEGIN)
+
+
+def test_the_cli_evaluates_a_running_gateway_given_its_url_and_an_admin_token(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    env |= {"HINDSIGHT_DATA_DIR": str(tmp_path / "data"), "HINDSIGHT_PORT": str(port)}
+    cli = [sys.executable, "-m", "gateway.cli"]
+    with (tmp_path / "server.log").open("w") as log:
+        server = subprocess.Popen(
+            [*cli, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, text=True
+        )
+        try:
+            wait_until_live(f"http://127.0.0.1:{port}/livez", server)
+            token = subprocess.run(
+                [*cli, "token", "--tenant", "acme", "--sub", "evaluator", "--admin", "--ttl", "600"],
+                env=env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+            command = [*cli, "eval", "locomo", "--data", str(tiny(tmp_path)), "--formats", "plain,header"]
+            result = subprocess.run(
+                [*command, "--url", f"http://127.0.0.1:{port}/mcp", "--token", token, "--out", "-"],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert f"the gateway at http://127.0.0.1:{port}/mcp" in result.stdout
+    assert "| plain text | hindsight |" in result.stdout and "| timestamp header | hindsight |" in result.stdout
+    assert "occurred_at only" not in result.stdout  # only the formats asked for
