@@ -88,7 +88,7 @@ async def _attacker(url: str, texts: Sequence[str], figures: Figures, stop: anyi
 
 
 async def measure(quick: bool, workdir: Path | None = None) -> Figures:
-    rounds, attackers = (15, 2) if quick else (60, 4)
+    rounds, attackers = (5, 1) if quick else (60, 4)
     figures = Figures(quick=quick, attackers=attackers, load=load_average())
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         root = Path(tmp)

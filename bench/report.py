@@ -29,6 +29,7 @@ HEADINGS = (
     "### Micro-checks",
     "## Hostile text: CPU per request",  # written by `bench.hostile` after the report (bench/run.py)
     "## Write decisions: a labelled set, measured",  # written by `bench.decisions` after that (bench/run.py)
+    "## Hostile tenant: delay to another tenant",  # written by `bench.isolation` last (bench/run.py)
 )
 
 PATH_LABELS = {

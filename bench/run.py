@@ -24,11 +24,12 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 import anyio
 import anyio.to_thread
 
-from bench import corpus, decisions, hostile
+from bench import corpus, decisions, hostile, isolation
 from bench.config import (
     Config,
     Results,
@@ -234,6 +235,14 @@ def quiet_logging() -> None:
     logging.getLogger().setLevel(logging.WARNING)
 
 
+# Stages with a RESULTS.md section of their own, run after the report: (what is said, the module)
+STAGES: tuple[tuple[str, ModuleType], ...] = (
+    ("hostile text: CPU per text rule and per in-process write and recall", hostile),
+    ("write decisions: the labelled set and whole corpora through the write path", decisions),
+    ("hostile tenant: another tenant's latency over HTTP MCP during an attack", isolation),
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from bench.report import render
 
@@ -254,17 +263,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if EVAL_BEGIN in previous and EVAL_END in previous:  # keep the `hindsight eval locomo` section
         start, end = previous.index(EVAL_BEGIN), previous.index(EVAL_END) + len(EVAL_END)
         write_section(cfg.out, previous[start:end] + "\n")
-    if not cfg.render_only:  # the CPU cost of hostile text (`bench.hostile`); re-rendering keeps the last one
-        say("hostile text: CPU per text rule and per in-process write and recall")
-        hostile.write_section(cfg.out, hostile.render(anyio.run(hostile.measure, cfg.quick, cfg.workdir)))
-    elif hostile.BEGIN in previous and hostile.END in previous:
-        start, end = previous.index(hostile.BEGIN), previous.index(hostile.END) + len(hostile.END)
-        hostile.write_section(cfg.out, previous[start:end] + "\n")
-    if not cfg.render_only:  # the write pipeline's decisions on the labelled set and whole corpora (`bench.decisions`)
-        say("write decisions: the labelled set and whole corpora through the write path")
-        decisions.write_section(cfg.out, decisions.render(anyio.run(decisions.measure, cfg.quick, cfg.workdir)))
-    elif decisions.BEGIN in previous and decisions.END in previous:
-        start, end = previous.index(decisions.BEGIN), previous.index(decisions.END) + len(decisions.END)
-        decisions.write_section(cfg.out, previous[start:end] + "\n")
+    for label, stage in STAGES:  # sections measured after the report; re-rendering keeps the last ones
+        if not cfg.render_only:
+            say(label)
+            stage.write_section(cfg.out, stage.render(anyio.run(stage.measure, cfg.quick, cfg.workdir)))
+        elif stage.BEGIN in previous and stage.END in previous:
+            start, end = previous.index(stage.BEGIN), previous.index(stage.END) + len(stage.END)
+            stage.write_section(cfg.out, previous[start:end] + "\n")
     say(f"wrote {cfg.out} in {results.wall_s:.0f}s")
     return 0
