@@ -39,6 +39,7 @@ from gateway.rate_limit_gate import RateLimitGate
 from gateway.runtime import open_runtime
 from gateway.tool_support import RuntimeHolder
 from memory.clock import Clock
+from memory.stores.payload import skipped_payloads
 from ops.config import Settings
 from ops.metrics import Metrics
 from ops.telemetry import build_tracer_provider, tracer_from
@@ -97,6 +98,7 @@ def create_app(
     holder = RuntimeHolder()
     provider = tracer_provider or build_tracer_provider(settings.otel_enabled)
     telemetry = Telemetry(tracer_from(provider), Metrics(tenant_label=settings.metrics_tenant_label))
+    telemetry.metrics.undecodable.set_function(lambda: float(skipped_payloads()))
     backend_tracer = telemetry.tracer if provider is not None else None  # no per-call proxies when tracing is off
     verifier = TracedTokenVerifier(JwtVerifier(jwt_settings(settings)), telemetry.tracer)
     mcp = build_mcp_server(holder, telemetry)

@@ -113,6 +113,11 @@ class Metrics:
             "hindsight_background_rounds", "Rounds of each background loop, failed or not (flat: the loop is stuck).",
             ["task"], registry=self.registry,
         )  # fmt: skip
+        self.undecodable = Gauge(
+            "hindsight_undecodable_memories",
+            "Stored memories skipped on read because their payload could not be decoded (since the process started).",
+            registry=self.registry,
+        )
         self._tenants: OrderedDict[str, TenantStats] = OrderedDict()
 
     def labels(self, tenant: str | None) -> dict[str, str]:

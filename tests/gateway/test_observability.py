@@ -139,3 +139,24 @@ async def test_debug_views_are_absent_unless_enabled(app: Starlette, mint: Mint)
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE_URL) as http:
         response = await http.get("/debug/stats", headers={"Authorization": f"Bearer {admin}"})
     assert response.status_code == 404
+
+
+async def test_metrics_count_stored_memories_skipped_because_they_could_not_be_decoded(
+    app: Starlette, mint: Mint
+) -> None:
+    import qdrant_edge as qe
+
+    async with mcp_session(app, mint()) as client:
+        written = data(await client.call_tool("write_memory", {"content": "The deploy target is AWS eu-west-1"}))
+        shard = app.state.runtime.store._shard  # under the engine: what an older version might have stored
+        shard.update(qe.UpdateOperation.set_payload([written["id"]], {"importance": "high"}))
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE_URL) as http:
+            before = _gauge((await http.get("/metrics")).text, "hindsight_undecodable_memories")
+            listed = data(await client.call_tool("list_memories", {}))
+            after = _gauge((await http.get("/metrics")).text, "hindsight_undecodable_memories")
+    assert listed["memories"] == []
+    assert after >= before + 1
+
+
+def _gauge(text: str, name: str) -> float:
+    return next(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " "))
