@@ -43,11 +43,10 @@ VICTIM_FACTS = [
 class Figures:
     quick: bool
     alone: dict[str, Samples] = field(default_factory=dict)
-    attacked: dict[str, Samples] = field(default_factory=dict)
+    attacked: dict[int, dict[str, Samples]] = field(default_factory=dict)  # by the number of hostile clients
     hostile: dict[str, Samples] = field(default_factory=lambda: {"write_memory": Samples(), "recall_memory": Samples()})
     server_cpu_s: float = 0.0
     hostile_calls: int = 0
-    attackers: int = 0
     load: str = ""
 
 
@@ -88,8 +87,8 @@ async def _attacker(url: str, texts: Sequence[str], figures: Figures, stop: anyi
 
 
 async def measure(quick: bool, workdir: Path | None = None) -> Figures:
-    rounds, attackers = (5, 1) if quick else (60, 4)
-    figures = Figures(quick=quick, attackers=attackers, load=load_average())
+    rounds, crowds = (5, (1,)) if quick else (60, (1, 4))
+    figures = Figures(quick=quick, load=load_average())
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         root = Path(tmp)
         server = ServerProcess(root / "data", SECRET, root / "server.log")
@@ -98,13 +97,14 @@ async def measure(quick: bool, workdir: Path | None = None) -> Figures:
             await _victim(server.url, 3, {})  # warm-up: models loaded, connections made
             await _victim(server.url, rounds, figures.alone)
             texts = list(FAMILIES.values())
-            stop = anyio.Event()
             cpu_before = cpu_seconds(server.pid)
-            async with anyio.create_task_group() as group:
-                for i in range(attackers):
-                    group.start_soon(_attacker, server.url, texts[i::attackers], figures, stop)
-                await _victim(server.url, rounds, figures.attacked)
-                stop.set()
+            for attackers in crowds:
+                stop = anyio.Event()
+                async with anyio.create_task_group() as group:
+                    for i in range(attackers):
+                        group.start_soon(_attacker, server.url, texts[i::attackers], figures, stop)
+                    await _victim(server.url, rounds, figures.attacked.setdefault(attackers, {}))
+                    stop.set()
             figures.server_cpu_s = cpu_seconds(server.pid) - cpu_before
         finally:
             server.stop()
@@ -121,19 +121,21 @@ def render(figures: Figures) -> str:
         "## Hostile tenant: delay to another tenant",
         "",
         f"`python -m bench.isolation{' --quick' if figures.quick else ''}`: a victim tenant's calls over HTTP MCP "
-        f"against `hindsight serve` (embedded default, rate limits off), alone and while {figures.attackers} "
-        f"clients of another tenant write (`force`) and recall the {len(FAMILIES)} hostile 8,000-character texts "
-        f"of `bench/hostile_inputs.py`. Load average at the start: {figures.load}.",
+        f"against `hindsight serve` (embedded default, rate limits off), alone and while N clients of another "
+        f"tenant write (`force`) and recall the {len(FAMILIES)} hostile 8,000-character texts of "
+        f"`bench/hostile_inputs.py` back to back. Load average at the start: {figures.load}.",
         "",
-        "| victim call | alone p50 | alone p99 | alone max | attacked p50 | attacked p99 | attacked max | p99 delay |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| victim call | hostile clients | p50 | p99 | max | p50 delay | p99 delay |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for tool, alone in figures.alone.items():
-        hit = figures.attacked.get(tool, Samples())
-        lines.append(
-            f"| `{tool}` | {ms(alone.p50)} | {ms(alone.p99)} | {ms(_max(alone))} | {ms(hit.p50)} | "
-            f"{ms(hit.p99)} | {ms(_max(hit))} | {ms(hit.p99 - alone.p99)} |"
-        )
+        lines.append(f"| `{tool}` | 0 | {ms(alone.p50)} | {ms(alone.p99)} | {ms(_max(alone))} | | |")
+        for crowd, calls in figures.attacked.items():
+            hit = calls.get(tool, Samples())
+            lines.append(
+                f"| `{tool}` | {crowd} | {ms(hit.p50)} | {ms(hit.p99)} | {ms(_max(hit))} | "
+                f"{ms(hit.p50 - alone.p50)} | {ms(hit.p99 - alone.p99)} |"
+            )
     per_call = figures.server_cpu_s / figures.hostile_calls * 1000 if figures.hostile_calls else float("nan")
     lines += [
         "",
