@@ -245,7 +245,7 @@ class MemoryWriter:
         memory, notes, reasons = draft.memory, draft.notes, draft.reasons
         now = self.clock.now()
         decision = conflict.ConflictDecision()
-        if self.pipeline.conflict_detection:
+        if self.pipeline.conflict_detection and not draft.request.force:  # force: stored as is, nothing changes
             candidates = await self._conflict_candidates(scope, memory, draft.own, now)
             decision = await anyio.to_thread.run_sync(
                 lambda: conflict.decide(
@@ -255,11 +255,12 @@ class MemoryWriter:
                     self.pipeline,
                     draft.claims,
                     CpuBudget(CONFLICT_CPU_SECONDS),
+                    subject=memory.source.subject,
                 )
             )
             if decision.unexamined:  # the CPU budget ran out: those candidates are left as they are
                 notes["analysis"] = {**notes.get("analysis", {}), "conflict_unexamined": decision.unexamined}
-            if draft.keep_as_is and decision.update is not None:  # forced or imported: always a new memory
+            if draft.keep_as_is and decision.update is not None:  # imported: always a new memory
                 decision = conflict.ConflictDecision(supersede=decision.supersede)
             if decision.superseded_by is not None:  # an old statement arriving late: stored as history
                 newer = decision.superseded_by

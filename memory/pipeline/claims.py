@@ -38,9 +38,17 @@ class Claim:
     kind: str
     positive: bool = True
     changed: bool = False
+    # said in the first person with no speaker prefix: it belongs to whoever wrote it (conflict.decide puts the
+    # writer's subject in place of "user", so two writers' "I live in X" never meet)
+    first_person: bool = False
+    # what a change names as changed ("billing" in "we migrated billing to PostgreSQL", "账单系统" in
+    # "我们把账单系统迁移到了PostgreSQL"): only a memory about it is replaced
+    target: str = ""
 
 
-_I = r"(?P<subj>i|we|the user|user)"
+# a named third person ("Lisa lives in Paris") is that person: capitalised, and not a pronoun or a sentence word
+_PERSON = r"(?-i:(?!(?:They|The|People|He|She|It|This|That|There|Then|Now|You|Everyone|Someone)\b)[A-Z][a-z]{1,20})"
+_I = rf"(?P<subj>i|we|the user|user|{_PERSON})"
 _MY = r"(?P<subj>my|our|the user's|user's)"
 _VALUE = r"(?P<val>[^.,;!?()\n]{1,60})"
 # a proper name (a place, an employer): capitalised in the text, "the" allowed ("the Netherlands")
@@ -117,8 +125,8 @@ _ENGLISH: list[tuple[str, str, re.Pattern[str]]] = [
         "uses*",
         re.compile(
             rf"\b{_I}(?:'ve|\s+have|\s+has)?\s+(?:just\s+|recently\s+|finally\s+|now\s+)*(?:(?:switched|migrated|"
-            rf"upgraded|converted|transitioned|changed)\s+(?:(?!to\b)[\w'-]+\s+){{0,4}}|moved\s+(?:(?!to\b)[\w'-]+\s+)"
-            rf"{{1,4}})(?:over\s+)?to\s+{_VALUE}",
+            rf"upgraded|converted|transitioned|changed)\s+(?P<obj>(?:(?!to\b)[\w'-]+\s+){{0,4}})|moved\s+"
+            rf"(?P<obj2>(?:(?!to\b)[\w'-]+\s+){{1,4}}))(?:over\s+)?to\s+{_VALUE}",
             _FLAGS,
         ),
     ),
@@ -139,14 +147,16 @@ _ZH_NOUNS = "名字|电话号码|电话|手机号码|手机号|手机|邮箱|地
 # not a value but a description ("my favourite colour is too hard to pick", "我的公司很大", "我的城市在南方")
 _DESCRIPTION = re.compile(
     r"^(?:too|very|so|really|not|in|at|on|still|being|quite|pretty|kind\s+of|hard|difficult)\b|"
-    r"^(?:很|太|非常|真|挺|比较|不|有点|在|也|还|都)",
+    r"^(?:很|太|非常|真|挺|比较|不|有点|在|也|还|都|考虑|想|打算|准备|找|努力|要不要)",
     _FLAGS,
 )
 _CHINESE: list[tuple[str, str, re.Pattern[str]]] = [
     (
         SINGLE,
         "fav:{attr}",
-        re.compile(rf"{_ZH_I}最喜欢的(?P<attr>[\u4e00-\u9fff]{{1,6}}?)(?:现在|目前|一直)?(?:是|为){_ZH_VALUE}"),
+        re.compile(
+            rf"{_ZH_I}(?:现在|目前)?最喜欢的(?P<attr>[\u4e00-\u9fff]{{1,6}}?)(?:现在|目前|一直)?(?:是|为){_ZH_VALUE}"
+        ),
     ),
     (SINGLE, "{attr}", re.compile(rf"{_ZH_I}的(?P<attr>{_ZH_NOUNS})(?:现在|目前)?(?:是|为|叫|改成了?){_ZH_VALUE}")),
     (SINGLE, "name", re.compile(rf"(?P<subj>我)叫{_ZH_VALUE}")),
@@ -162,7 +172,7 @@ _CHINESE: list[tuple[str, str, re.Pattern[str]]] = [
         USES,
         "uses*",
         re.compile(
-            rf"{_ZH_I}(?:已经|最近|刚刚|刚|现在)?把?[^，。！？,.!?\s]{{0,8}}?(?:换成|改成|改用|换到|迁移到|切换到|改为|转到)"
+            rf"{_ZH_I}(?:已经|最近|刚刚|刚|现在)?(?:把(?P<obj>[^，。！？,.!?\s]{{1,8}}?)|[^，。！？,.!?\s]{{0,8}}?)(?:换成|改成|改用|换到|迁移到|切换到|改为|转到)"
             rf"了?{_ZH_VALUE}"
         ),
     ),
@@ -200,9 +210,14 @@ _PREF_CUT = re.compile(r"(?<!\s)\s++(?:with|in|at|on|for|from|by|during|after|be
 _ZH_PREF_VERB = re.compile(r"^(?:喝|吃|玩|看|听|打|去|做|用|穿)")
 
 
+_FIRST_PERSON = frozenset(["i", "we", "my", "our", "我", "我们"])
+
+
 def _owner(subject: str, speaker: str | None) -> str:
     if subject.lower() in ("the user", "user", "the user's", "user's", "用户"):
         return "user"
+    if subject.lower() not in _FIRST_PERSON:  # a named person: "Lisa lives in Paris"
+        return subject.lower()
     return speaker or "user"
 
 
@@ -211,6 +226,14 @@ def _clean_value(value: str) -> str:
     for _ in range(3):
         value = _VALUE_TAIL.sub("", value).strip()
     return _ARTICLE.sub("", value).strip()
+
+
+_TARGET_FILLER = re.compile(r"\b(?:the|a|an|my|our|its|their|over|all|from)\b|我们的|我的|从", _FLAGS)
+
+
+def _clean_target(target: str) -> str:
+    """What a change is about, without articles and possessives ("our billing" -> "billing")."""
+    return " ".join(_TARGET_FILLER.sub(" ", target.lower()).split())
 
 
 _NOT_A_HEAD = frozenset(
@@ -270,11 +293,14 @@ def extract(content: str, budget: CpuBudget | None = None) -> list[Claim]:
             elif "{attr}" in template:
                 attr = " ".join(groups["attr"].lower().replace("colour", "color").split())
                 name = template.replace("{attr}", attr)
-            attribute = f"{_owner(groups.get('subj') or 'i', speaker)}|{name}"
+            subject = groups.get("subj") or "i"
+            attribute = f"{_owner(subject, speaker)}|{name}"
             if attribute in claims:
                 continue
             if strong_change is None:
                 strong_change = STRONG_CHANGE.search(text) is not None
             changed = template.endswith("*") or strong_change
-            claims[attribute] = Claim(attribute, value, kind, positive, changed)
+            first_person = speaker is None and subject.lower() in _FIRST_PERSON
+            target = _clean_target(groups.get("obj") or groups.get("obj2") or "")
+            claims[attribute] = Claim(attribute, value, kind, positive, changed, first_person, target)
     return list(claims.values())

@@ -267,7 +267,7 @@ async def test_a_query_matching_only_the_old_wording_is_answered_by_the_memory_t
 ) -> None:
     old = await write(service, me, "We use MySQL for the orders database")
     clock.advance(60)
-    new = await write(service, me, "We migrated to PostgreSQL")
+    new = await write(service, me, "We migrated the orders database to PostgreSQL")
 
     [hit] = await service.recall(me, RecallRequest(query="Is MySQL still used?", top_k=1))
 
@@ -280,7 +280,7 @@ async def test_a_successor_outside_the_recall_filters_does_not_stand_in_for_its_
 ) -> None:
     await write(service, me, "We use MySQL for the orders database", tags=["db"])
     clock.advance(60)
-    await write(service, me, "We migrated to PostgreSQL", tags=["infra"])
+    await write(service, me, "We migrated the orders database to PostgreSQL", tags=["infra"])
 
     assert await recalled(service, me, "Is MySQL still used?", tags=["db"]) == []
 
