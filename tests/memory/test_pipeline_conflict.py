@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from memory.embedders import WordLlamaEmbedder
+from memory.models import Source
 from memory.pipeline.claims import PREFERENCE, SINGLE, USES, extract
-from memory.pipeline.conflict import ConflictAction, decide
+from memory.pipeline.conflict import ConflictAction, ConflictDecision, decide
 from memory.pipeline.settings import PipelineSettings, for_embedder
 from tests.memory.conftest import START, make_memory
 
@@ -257,3 +258,159 @@ async def test_calibration_with_multilingual_e5_separates_changed_from_compatibl
 
     assert [pair for pair in SUPERSEDES if action(*pair) is not ConflictAction.SUPERSEDE] == []
     assert [pair for pair in KEEPS_BOTH if action(*pair) is not ConflictAction.CREATE] == []
+
+
+# -- issue #13: supersede only a new value of the same attribute of the same subject ----------------------------
+
+
+def decide_among(
+    olds: list[str], new: str, similarity: float = 0.9, writers: tuple[str, str] = ("a", "a")
+) -> ConflictDecision:
+    """The earlier memories `decide` would replace (their texts), each written by writers[0], the new by [1]."""
+    memories = [
+        make_memory(text, tenant="acme", source=Source(subject=writers[0]), at=START + timedelta(minutes=i))
+        for i, text in enumerate(olds)
+    ]
+    found = decide(new, LATER, [(m, similarity) for m in memories], SETTINGS, subject=writers[1])
+    return found
+
+
+def superseded_texts(
+    olds: list[str], new: str, similarity: float = 0.9, writers: tuple[str, str] = ("a", "a")
+) -> list[str]:
+    return [s.memory.content for s in decide_among(olds, new, similarity, writers).supersede]
+
+
+@pytest.mark.parametrize(
+    ("olds", "new", "replaced"),
+    [
+        (
+            ["We use MySQL for billing", "We use MySQL for analytics", "We use Redis for caching"],
+            "We migrated billing to PostgreSQL",
+            ["We use MySQL for billing"],
+        ),
+        (
+            ["我们用MySQL做账单系统", "我们用MySQL做数据分析", "我们用Redis做缓存"],
+            "我们把账单系统迁移到了PostgreSQL",
+            ["我们用MySQL做账单系统"],
+        ),
+        (
+            ["We use Jenkins for the deploy pipeline", "We use Jira for tickets"],
+            "We switched the deploy pipeline to GitHub Actions",
+            ["We use Jenkins for the deploy pipeline"],
+        ),
+        (["我们用禅道管理需求", "我们用Jenkins做部署"], "我们把部署换成了GitLab CI", ["我们用Jenkins做部署"]),
+    ],
+)
+def test_a_change_replaces_only_the_memory_about_what_it_names(olds: list[str], new: str, replaced: list[str]) -> None:
+    assert superseded_texts(olds, new) == replaced
+
+
+@pytest.mark.parametrize(
+    ("olds", "new"),
+    [
+        (["We use MySQL for analytics", "We use Redis for caching"], "We migrated billing to PostgreSQL"),
+        (["我们用MySQL做数据分析", "我们用Redis做缓存"], "我们把账单系统迁移到了PostgreSQL"),
+        (["We use Postgres for reporting"], "We migrated to ClickHouse"),  # which use moved is not said
+        (["我把工位换成了站立式办公桌"], "我把手机套餐换成了无限流量"),
+    ],
+)
+def test_a_change_that_does_not_name_the_memory_s_subject_replaces_nothing(olds: list[str], new: str) -> None:
+    assert superseded_texts(olds, new) == []
+
+
+@pytest.mark.parametrize(
+    ("olds", "new"),
+    [
+        (
+            ["Lisa got a new haircut", "Lisa folded an origami bird", "Lisa has a teddy bear"],
+            "In class Eddie secretly swapped Lisa's notebook for a doodle pad, she no longer trusts him",
+        ),
+        (["Lisa剪了新发型", "Lisa折了一只纸鹤", "Lisa有一只泰迪熊"], "上课时同桌Eddie偷偷把Lisa的笔记本换成了涂鸦本"),
+        (["谢谢你的建议，我会试试", "我最近心烦意乱"], "谢谢你的关心，让我感到自己不再那么无助"),
+        (["Tom is a teacher"], "Tom moved to the 5th floor"),  # a person is not a thing that moves to a value
+    ],
+)
+def test_a_change_verb_or_a_shared_person_alone_never_supersedes(olds: list[str], new: str) -> None:
+    assert superseded_texts(olds, new, similarity=0.99) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The team standup is at 9:30 every day", "The team standup moved to 10:00 every day"),
+        ("团队站会每天九点半开", "团队站会改到每天十点开了"),
+        ("Our office is on the 4th floor", "Our office moved to the 5th floor"),
+        ("我们办公室在四楼", "我们办公室搬到五楼了"),
+    ],
+)
+def test_a_thing_moved_to_a_new_time_or_place_replaces_its_old_time_or_place(old: str, new: str) -> None:
+    assert superseded_texts([old], new) == [old]
+
+
+@pytest.mark.parametrize(("old", "new"), [("I live in Berlin", "I live in Paris"), ("我住在柏林", "我住在巴黎")])
+def test_first_person_means_the_writer_so_two_writers_never_supersede_each_other(old: str, new: str) -> None:
+    assert superseded_texts([old], new, writers=("bob", "alice")) == []
+    assert superseded_texts([old], new, writers=("alice", "alice")) == [old]
+
+
+def test_the_speaker_of_a_turn_is_its_subject_whoever_wrote_it() -> None:
+    assert superseded_texts(["Bob: I live in Berlin"], "Alice: I live in Paris") == []
+    assert superseded_texts(["Bob: I live in Berlin"], "Bob: I moved to Paris") == ["Bob: I live in Berlin"]
+    assert superseded_texts(["小王: 我住在柏林"], "小李: 我搬到巴黎了") == []
+
+
+def test_a_named_third_person_is_the_subject_of_their_statements() -> None:
+    assert superseded_texts(["Lisa lives in Berlin"], "Lisa moved to Paris") == ["Lisa lives in Berlin"]
+    assert superseded_texts(["Lisa lives in Berlin"], "Anna moved to Paris") == []
+    assert superseded_texts(["I live in Berlin"], "Lisa lives in Paris") == []
+
+
+# -- issue #13: merge only the same statement ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Yoga class lasts eight weeks", "Cooking class lasts eight weeks"),
+        ("Anna's course lasts eight weeks", "Tom's course lasts eight weeks"),
+        ("瑜伽课的持续时间是八个周", "烹饪课的持续时间是八个周"),
+        ("The course lasts eight weeks", "The course lasts nine weeks"),
+        ("我每周一去游泳", "我每周三去游泳"),
+        ("We deploy every Tuesday", "We deploy every Thursday"),
+        ("I like tea", "I don't like tea"),
+        ("我喜欢喝茶", "我不喜欢喝茶"),
+    ],
+)
+def test_statements_differing_in_entity_number_date_or_negation_are_never_merged(old: str, new: str) -> None:
+    assert decide_among([old], new, similarity=0.999).update is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("We deploy to production every Tuesday", "Every Tuesday we deploy to production"),
+        ("我喜欢简短的回答", "我更喜欢简短一点的回答"),
+        ("我最喜欢的乐队是五月天", "五月天是我最喜欢的乐队"),
+    ],
+)
+def test_the_same_statement_reworded_is_merged(old: str, new: str) -> None:
+    assert decide_among([old], new, similarity=0.95).update is not None
+
+
+def test_the_same_words_from_two_writers_are_two_memories() -> None:
+    assert decide_among(["I live in Paris"], "I live in Paris", 0.999, ("bob", "alice")).update is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "same"),
+    [("我喜欢简短的回答", "我更喜欢简短一点的回答", True), ("我每周一去游泳", "我每周三去游泳", False)],
+)
+@pytest.mark.anyio
+async def test_wordllama_cosines_on_chinese_decide_nothing_the_characters_do(old: str, new: str, same: bool) -> None:
+    embedder = WordLlamaEmbedder()
+    a, b = (np.asarray(v) for v in await embedder.embed_documents([old, new]))
+    cosine = float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+    assert cosine >= SETTINGS.near_duplicate_similarity_cjk  # both look alike to an English static embedder
+    memory = make_memory(old, tenant="acme")
+    assert (decide(new, LATER, [(memory, cosine)], SETTINGS).update is not None) is same
