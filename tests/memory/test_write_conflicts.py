@@ -1,0 +1,63 @@
+"""Issue #13 through the real write path (MemoryService, embedded engine, WordLlama): `force` changes nothing else,
+and first person is the writer in a shared namespace."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.clock import ManualClock
+from memory.models import WriteOutcome, WriteStatus
+from memory.requests import WriteRequest
+from memory.scope import NamespaceScope
+from memory.service import MemoryService
+from tests.memory.conftest import scope
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def team(acme: str) -> NamespaceScope:
+    return scope(acme, write=["shared:team"])
+
+
+async def write(service: MemoryService, who: NamespaceScope, content: str, subject: str, **kw: bool) -> WriteOutcome:
+    return await service.write(who, WriteRequest(content=content, subject=subject, namespace="shared:team", **kw))
+
+
+async def test_a_forced_write_neither_merges_nor_supersedes(
+    service: MemoryService, clock: ManualClock, team: NamespaceScope
+) -> None:
+    await write(service, team, "I live in Berlin", "alice")
+    await write(service, team, "We deploy to production every Tuesday", "alice")
+    clock.advance(60)
+    moved = await write(service, team, "I moved to Paris", "alice", force=True)
+    again = await write(service, team, "Every Tuesday we deploy to production", "alice", force=True)
+
+    assert (moved.status, moved.superseded) == (WriteStatus.CREATED, [])
+    assert again.status is WriteStatus.CREATED
+
+
+async def test_the_same_write_without_force_supersedes_and_merges(
+    service: MemoryService, clock: ManualClock, team: NamespaceScope
+) -> None:
+    await write(service, team, "I live in Berlin", "alice")
+    await write(service, team, "We deploy to production every Tuesday", "alice")
+    clock.advance(60)
+    moved = await write(service, team, "I moved to Paris", "alice")
+    again = await write(service, team, "Every Tuesday we deploy to production", "alice")
+
+    assert len(moved.superseded) == 1
+    assert again.status is WriteStatus.UPDATED
+
+
+async def test_two_writers_first_person_statements_in_a_shared_namespace_both_stay(
+    service: MemoryService, clock: ManualClock, team: NamespaceScope
+) -> None:
+    await write(service, team, "I live in Berlin", "bob")
+    clock.advance(60)
+    paris = await write(service, team, "I live in Paris", "alice")
+    await write(service, team, "我住在柏林", "bob")
+    clock.advance(60)
+    paris_zh = await write(service, team, "我住在巴黎", "alice")
+
+    assert paris.superseded == [] and paris_zh.superseded == []
