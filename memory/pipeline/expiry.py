@@ -31,6 +31,7 @@ from datetime import date, datetime, time, timedelta
 from itertools import islice
 
 from memory.pipeline.budget import CpuBudget, check
+from memory.pipeline.prospective import PERMANENT, Quotes, Reading, names_today, without_header
 from memory.pipeline.text import nfkc
 
 _WEEKDAYS_EN = {
@@ -82,21 +83,6 @@ _WD = "|".join(sorted(_WEEKDAYS_EN, key=len, reverse=True))
 _MON = "|".join(sorted(_MONTHS, key=len, reverse=True)).replace("may", "(?-i:May)")  # not the verb "may"
 _NUM = r"\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _ZH_NUM = r"\d{1,3}|[一二两三四五六七八九十]{1,3}"
-
-# Past tense or recurring/permanent dates: no expiry (see the module docstring).
-_PAST = re.compile(
-    r"\b(?:was|were|did|had|been|went|got|came|made|took|saw|met|ate|bought|said|told|gave|found|left|felt|won|"
-    r"lost|ran|began|brought|caught|thought|wrote|spoke|drove|flew|sent|spent|built|kept|held|heard|paid|sold|"
-    r"yesterday|ago|earlier|already|\w{2,}[^e\W]ed)\b|了|过|昨天|前天|已经|刚才|刚刚",
-    re.IGNORECASE,
-)
-# Conditional or ongoing statements ("I would get one today if I could", "it's still part of my life today"):
-# a phrase that can name the current day does not make them time-bound.
-_NOT_A_PLAN = re.compile(r"\b(?:if|would|could|wish|still|nowadays)\b|如果|要是|还是|仍然|依然", re.IGNORECASE)
-_NOT_A_DEADLINE = re.compile(
-    r"\b(?:born|birthday|anniversary|every|each|since|weekly|daily|annually|monthly)\b|每|生日|纪念日|出生|以来|自从",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +157,7 @@ _RULES: list[Rule] = [
     ),
     (
         "this_weekday",
-        re.compile(rf"\b(?:this|on|by|until|till|before|coming|this\s+coming)\s+({_WD})\b(?!s)"),
+        re.compile(rf"\b(?:this|on|by|until|till|before|due|coming|this\s+coming)\s+({_WD})\b(?!s)"),
         lambda m, t: _coming(_WEEKDAYS_EN[m.group(1).lower()], t),
     ),
     (
@@ -205,6 +191,11 @@ _RULES: list[Rule] = [
         lambda m, t: _week_start(t) + timedelta(days=6),
     ),
     (
+        "this_month",
+        re.compile(r"\b(?:later\s+)?this\s+month\b|(?:这个|本)月(?:底)?"),
+        lambda m, t: _month_end(t.year, t.month),
+    ),
+    (
         "next_month",
         re.compile(r"\bnext\s+month\b|下(?:个)?月"),
         lambda m, t: _month_end(t.year + t.month // 12, t.month % 12 + 1),
@@ -235,7 +226,7 @@ _RULES: list[Rule] = [
     ),
     (
         "date",
-        re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON})\b(?!\s*\d{{4}})"),
+        re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON})\b(?!,?\s*\d{{4}})"),
         lambda m, t: _nearest(_MONTHS[m.group(2).lower()], int(m.group(1)), t),
     ),
     (
@@ -248,6 +239,11 @@ _RULES: list[Rule] = [
         re.compile(rf"\b({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"),
         lambda m, t: _full_date(int(m.group(3)), _MONTHS[m.group(1).lower()], int(m.group(2))),
     ),
+    (
+        "date",
+        re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON}),?\s+(\d{{4}})\b"),
+        lambda m, t: _full_date(int(m.group(3)), _MONTHS[m.group(2).lower()], int(m.group(1))),
+    ),
 ]
 _RULES = [(name, re.compile(pattern.pattern, re.IGNORECASE), fn) for name, pattern, fn in _RULES]
 # Rules whose phrase can only name a day to come; the others ("this week", "on Friday", "today", a date) can
@@ -258,7 +254,8 @@ _AHEAD_ONLY = frozenset(
 )
 _SENTENCE_PUNCTUATION = ".!?;。！？；"
 # a run of punctuation is tried from its first mark only, never given back (it was retried from each: quadratic)
-_SENTENCE_END = re.compile(rf"(?<![{_SENTENCE_PUNCTUATION}])[{_SENTENCE_PUNCTUATION}]++(?:\s+|$)|\n")
+# Chinese marks end a sentence without a space after them ("...看电影。你有...").
+_SENTENCE_END = re.compile(rf"(?<![{_SENTENCE_PUNCTUATION}])[{_SENTENCE_PUNCTUATION}]++(?:\s+|$|(?<=[。！？；]))|\n")
 _SAME_DAY = re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b|今[天日晚早夜]", re.IGNORECASE)
 
 
@@ -284,6 +281,7 @@ _NEEDLES: list[tuple[str, ...]] = [
     ("weekend", "周末"),
     ("next", "下"),
     ("this", "这", "本"),
+    ("month", "月"),
     ("next", "下"),
     ("day", "week", "后", "过"),
     ("hour", "minute"),
@@ -291,6 +289,7 @@ _NEEDLES: list[tuple[str, ...]] = [
     _MONTH_NEEDLES,
     _MONTH_NEEDLES,
     ("月",),
+    _MONTH_NEEDLES,
     _MONTH_NEEDLES,
 ]
 _SAME_DAY_NEEDLES = ("today", "tonight", "this", "今")
@@ -319,8 +318,8 @@ def _candidates(text: str, today: date, budget: CpuBudget | None) -> Iterator[tu
 
 
 class _Sentences:
-    """The sentences of a text, found in one pass, and whether each reads as a plan (tested once per sentence;
-    testing the sentence around each match again cost a scan of the whole text per match: 7 s for 8,000
+    """The sentences of a text, found in one pass, and how each reads (`prospective.Reading`, tested once per
+    sentence; testing the sentence around each match again cost a scan of the whole text per match: 7 s for 8,000
     characters of "Dec 5 " with no sentence end)."""
 
     def __init__(self, text: str) -> None:
@@ -328,41 +327,61 @@ class _Sentences:
         ends = list(_SENTENCE_END.finditer(text))
         self._ends = [m.end() for m in ends]
         self._starts = [m.start() for m in ends]
-        self._not_a_plan: dict[tuple[int, int], bool] = {}
+        self._readings: dict[tuple[int, int], Reading] = {}
 
     def around(self, start: int, end: int) -> tuple[int, int]:
         """The span of the sentence that holds [start, end): after the last sentence end before `start` (or a run
-        of sentence punctuation right before it) up to the first one from `end`."""
+        of sentence punctuation right before it) up to the end of the first one from `end` ("?" is read too)."""
         before = bisect_right(self._ends, start)
         left = self._ends[before - 1] if before else 0
         if start > left and self.text[start - 1] in _SENTENCE_PUNCTUATION:
             left = start
         after = bisect_left(self._starts, end)
-        return left, self._starts[after] if after < len(self._starts) else len(self.text)
+        return left, self._ends[after] if after < len(self._ends) else len(self.text)  # with its end mark
 
-    def not_a_plan(self, start: int, end: int) -> bool:
-        """Whether the sentence around [start, end) is in the past tense, conditional or ongoing."""
+    def reading(self, start: int, end: int) -> Reading:
+        """How the sentence around [start, end) reads: past, refused as a plan, with a cue of one."""
         span = self.around(start, end)
-        if span not in self._not_a_plan:
-            sentence = self.text[span[0] : span[1]]
-            self._not_a_plan[span] = bool(_PAST.search(sentence) or _NOT_A_PLAN.search(sentence))
-        return self._not_a_plan[span]
+        if span not in self._readings:
+            self._readings[span] = Reading.of(self.text[span[0] : span[1]])
+        return self._readings[span]
+
+
+_DEADLINE_WORDS = ("by", "before", "until", "till", "due")  # "send it by Thursday" ("周五前" in Chinese)
+
+
+def _looks_ahead(rule: str, match: re.Match[str], day: date, today: date, sentences: _Sentences) -> bool:
+    """Whether the phrase `match`, resolved to `day`, states a plan about a time after the statement."""
+    reading = sentences.reading(match.start(), match.end())
+    if reading.refused:
+        return False  # conditional, ongoing, reported, a farewell, a question
+    if rule in _AHEAD_ONLY:
+        return True  # "tomorrow", "next week": the tense of the sentence does not matter
+    if reading.past:
+        return False  # "I went to the gym today", "we won on Friday"
+    if rule == "date":
+        return day > today  # a date after the statement looks ahead; one on its day dates it
+    deadline = match.group(0).lower().startswith(_DEADLINE_WORDS) or sentences.text.startswith("前", match.end())
+    if not (reading.cue or deadline):
+        return False  # "the weather is bad today", "周五是我最喜欢的日子": no plan
+    return not names_today(sentences.text, match.start())  # "today is Sunday"
 
 
 def find_expiry(content: str, reference: datetime, budget: CpuBudget | None = None) -> TimeBound | None:
-    """The expiry of a time-bound fact stated at `reference` (a timezone-aware time), or None. Linear in the
+    """The expiry of a time-bound plan stated at `reference` (a timezone-aware time), or None. Linear in the
     text; with a `budget`, raises `BudgetExhausted` when it runs out (the caller then sets no expiry)."""
-    text = " ".join(nfkc(content).split())
-    if _NOT_A_DEADLINE.search(text):
+    text = without_header(" ".join(nfkc(content).split()))
+    if PERMANENT.search(text):
         return None
     today = reference.date()
     sentences = _Sentences(text)
+    quotes = Quotes(text)
     best: TimeBound | None = None
     for rule, match, day in _candidates(text, today, budget):
-        if day < today:
+        if day < today or quotes.inside(match.start()):
             continue
-        if rule not in _AHEAD_ONLY and sentences.not_a_plan(match.start(), match.end()):
-            continue  # "I went to the gym today", "we won on Friday": the day is this one or already gone
+        if not _looks_ahead(rule, match, day, today, sentences):
+            continue
         if best is None or day > best.day:
             best = TimeBound(_end_of(day, reference), day, match.group(0), rule)
     return best

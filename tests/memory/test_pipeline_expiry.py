@@ -1,4 +1,5 @@
-"""Write pipeline step 2: time-bound facts expire at the end of the day they name (in the turn's time zone)."""
+"""Write pipeline step 2: only prospective, time-bound statements (plans, appointments, deadlines, reminders) expire,
+at the end of the day they name, in the turn's time zone."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def end_of(year: int, month: int, day: int, tz: timezone = UTC) -> datetime:
         ("Next Wednesday is the design review", end_of(2026, 5, 13)),
         ("The report is due on Friday", end_of(2026, 5, 8)),
         ("Send it by Thursday", end_of(2026, 5, 7)),
-        ("We go hiking this weekend", end_of(2026, 5, 10)),
+        ("We will go hiking this weekend", end_of(2026, 5, 10)),
         ("The contractor comes next week", end_of(2026, 5, 17)),
         ("The parcel arrives in 3 days", end_of(2026, 5, 7)),
         ("In two weeks I start the new job", end_of(2026, 5, 18)),
@@ -49,7 +50,7 @@ def test_english_time_phrases_expire_at_the_end_of_the_day_they_name(content: st
         ("明天下午三点开会", end_of(2026, 5, 5, SHANGHAI)),
         ("后天去北京出差", end_of(2026, 5, 6, SHANGHAI)),
         ("大后天交房租", end_of(2026, 5, 7, SHANGHAI)),
-        ("今晚和朋友吃火锅", end_of(2026, 5, 4, SHANGHAI)),
+        ("今晚要和朋友吃火锅", end_of(2026, 5, 4, SHANGHAI)),
         ("下周三有设计评审", end_of(2026, 5, 13, SHANGHAI)),
         ("周五前提交报告", end_of(2026, 5, 8, SHANGHAI)),
         ("这个周末去爬山", end_of(2026, 5, 10, SHANGHAI)),
@@ -108,7 +109,6 @@ def test_a_day_that_may_be_today_or_past_sets_nothing_in_a_past_conditional_or_o
 @pytest.mark.parametrize(
     ("content", "expires"),
     [
-        ("6 of them said they'd want to do it again next month!", end_of(2026, 6, 30)),
         ("I went to the store. I have a meeting today.", end_of(2026, 5, 4)),
         ("We talked about it yesterday; the review is on Friday", end_of(2026, 5, 8)),
     ],
@@ -147,3 +147,110 @@ def test_next_weekday_means_that_day_of_the_following_week_even_late_in_the_week
 
     assert find_expiry("next Monday", saturday).expires_at == end_of(2026, 5, 11)  # type: ignore[union-attr]
     assert find_expiry("下周一", saturday).expires_at == end_of(2026, 5, 11)  # type: ignore[union-attr]
+
+
+# -- issue #13: only a statement about a time after it expires ------------------------------------------------
+@pytest.mark.parametrize(
+    ("content", "expires"),
+    [
+        ("I have a meeting tomorrow", end_of(2026, 5, 5)),
+        ("The report is due Friday", end_of(2026, 5, 8)),
+        ("Remind me on 5 May to call the bank", end_of(2026, 5, 5)),
+        ("I'm planning a fundraiser later this month", end_of(2026, 5, 31)),
+        ("我下周三要去北京出差", end_of(2026, 5, 13)),
+        ("报告周五前交", end_of(2026, 5, 8)),
+        ("提醒我5月6日给银行打电话", end_of(2026, 5, 6)),
+        ("今天是星期一，我打算晚上去看电影。", end_of(2026, 5, 4)),
+    ],
+)
+def test_plans_appointments_deadlines_and_reminders_about_a_later_time_expire(content: str, expires: datetime) -> None:
+    bound = find_expiry(content, MONDAY)
+
+    assert bound is not None
+    assert bound.expires_at == expires
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "[1:10 pm on 27 March, 2023] Andrew: So, I started a new job as a Financial Analyst",
+        "[10:31 am on 4 May, 2026] Caroline: I love the colors of this painting",
+        "2026-05-04 10:30 Andrew: the weather is lovely",
+        "[2026年5月4日 10:30] 小王: 我喜欢徒步和攀岩",
+        "On 4 May, 2026 we talk about painting",
+        "The plan is on 4 May",
+    ],
+)
+def test_a_timestamp_header_or_a_date_on_the_statements_own_day_sets_nothing(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "I started a new job on 27 March",
+        "我3月27日入职了",
+        "I've been busy this week",
+        "The weather is really bad today",
+        "我今天第一次跟你聊天",
+        "今天是星期五，我感觉很累",
+        "I've been applying for jobs recently, the interview is on Friday",
+    ],
+)
+def test_past_or_ongoing_events_and_lasting_facts_set_nothing(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "He said he'd come tomorrow",
+        "6 of them said they'd want to do it again next month!",
+        'My boss: "the review is next Wednesday"',
+        "她说明天会来",
+        "他告诉我下周三要开会",
+        "“明天要下雨”是他的口头禅",
+    ],
+)
+def test_dates_inside_quoted_or_reported_text_set_nothing(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["See you tomorrow!", "Talk to you tomorrow", "Have a great weekend, see you next week", "明天再聊", "明天见！"],
+)
+def test_farewells_are_chit_chat_not_plans(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Every Monday I have a team meeting",
+        "I usually go to the gym on Friday",
+        "每周一要开例会",
+        "我经常周末去爬山",
+    ],
+)
+def test_recurring_times_set_nothing(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize("content", ["Are you free tomorrow?", "明天有空吗？", "Do you have any plans this weekend?"])
+def test_a_question_about_a_later_time_is_not_the_writers_plan(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+def test_a_question_asking_for_a_reminder_is_a_reminder() -> None:
+    bound = find_expiry("Can you remind me tomorrow to call the bank?", MONDAY)
+
+    assert bound is not None
+    assert bound.expires_at == end_of(2026, 5, 5)
+
+
+def test_chinese_sentences_end_at_their_own_marks_so_a_later_question_does_not_cancel_a_plan() -> None:
+    bound = find_expiry("我明天要去北京。你去过北京吗？", MONDAY)
+
+    assert bound is not None
+    assert bound.day.isoformat() == "2026-05-05"

@@ -1,0 +1,115 @@
+"""Whether a sentence states a plan about a time after it was said: the reading `memory.pipeline.expiry` asks of
+the sentence around each time phrase, in English and Chinese.
+
+A time phrase makes a memory expire only when its sentence looks ahead. This module owns the tests that say no:
+  header        a leading timestamp ("[1:10 pm on 27 March, 2023] Andrew: ...", "2023-03-27 13:10 ...") dates the
+                statement itself; it is cut off before any rule reads the text
+  permanent     a birthday, an anniversary, "born": nothing in the text expires
+  recurring     "every Monday", "usually", "每周一", "经常"
+  past          past tense ("went", "was", "-ed", "了", "已经"), conditional or ongoing ("if", "would", "still", "还是")
+  reported      reported or quoted speech ("he said he'd come tomorrow", "她说明天会来", a phrase inside quotes)
+  farewell      chit-chat about the next talk ("see you tomorrow", "talk soon", "明天再聊", "明天见")
+  question      a question ("are you free tomorrow?", "明天有空吗"): an offer or a query, not the writer's plan
+  today_is      a weekday that names the statement's own day ("today is Sunday", "今天是星期天")
+and the one that says yes, `cue`: a word of intent, obligation or appointment ("will", "going to", "plan",
+"need to", "due", "meeting", "remind", "要", "打算", "准备", "开会", "截止"). Phrases that can only look ahead
+("tomorrow", "next week") need no cue; the others ("today", "this week", "on Friday") do (see expiry).
+
+Linear in the text: every pattern is a bounded alternation run once per sentence (the caller caches the verdict),
+and quotes are located in one pass and counted by bisection.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from dataclasses import dataclass
+
+# A bracketed prefix of at most 80 characters holding a digit, or a leading ISO date with an optional time.
+_HEADER = re.compile(
+    r"^\s*(?:[\[(【（][^\]\)】）\n]{0,80}?\d[^\]\)】）\n]{0,80}?[\]\)】）]"
+    r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?)\s*[-–:|,]?\s*"
+)
+PAST = re.compile(
+    r"\b(?:was|were|did|had|been|went|got|came|made|took|saw|met|ate|bought|said|told|gave|found|left|felt|won|"
+    r"lost|ran|began|brought|caught|thought|wrote|spoke|drove|flew|sent|spent|built|kept|held|heard|paid|sold|"
+    r"yesterday|ago|earlier|already|recently|lately|\w{2,}[^e\W]ed)\b|了|过|昨天|前天|已经|刚才|刚刚|最近",
+    re.IGNORECASE,
+)
+NOT_A_PLAN = re.compile(r"\b(?:if|would|could|wish|still|nowadays)\b|如果|要是|还是|仍然|依然", re.IGNORECASE)
+# A permanent date anywhere in the text ("born on May 5", "我的生日是5月5日"): nothing in it expires.
+PERMANENT = re.compile(r"\b(?:born|birthday|anniversary)\b|生日|纪念日|出生", re.IGNORECASE)
+# A recurring time in the sentence ("every Monday", "每周一", "usually on Fridays"): not one day to come.
+_RECURRING = re.compile(
+    r"\b(?:every|each|since|weekly|daily|annually|monthly|usually|always|often)\b|每|以来|自从|通常|经常|总是",
+    re.IGNORECASE,
+)
+_REPORTED = re.compile(
+    r"\b(?:says?|said|tells?|told|asks?|asked|heard|claims?|claimed|mentioned|according\s+to)\b"
+    r"|说|告诉|听说|据说|问我|表示",
+    re.IGNORECASE,
+)
+_FAREWELL = re.compile(
+    r"\b(?:see\s+(?:you|ya)|talk\s+(?:to\s+you\s+)?(?:soon|later|tomorrow)|catch\s+you|until\s+tomorrow|"
+    r"good\s*night|bye|have\s+a\s+(?:good|great|nice|lovely)\s+\w{1,12}|enjoy\s+your)\b"
+    r"|再聊|再见|见[吧啦哦喔。！!~]|明天见|回头聊|改天|晚安|拜拜|愉快",
+    re.IGNORECASE,
+)
+_QUESTION = re.compile(r"[?？]|吗|呢")
+_REMINDER = re.compile(r"\bremind\s+me\b|提醒我", re.IGNORECASE)
+_CUE = re.compile(
+    r"\b(?:will|shall|'ll|going\s+to|gonna|plan|plans|planning|planned\s+to|intend|need\s+to|have\s+to|has\s+to|"
+    r"must|due|deadline|expires?|runs?\s+out|remind|appointment|meeting|interview|exam|flight|conference|"
+    r"review|dinner|lunch|party|scheduled|booked)\b"
+    r"|(?<![重主只需不])要(?![是求不])|打算|准备|计划|将要|(?<![机社体学不误理])会(?![不])|约了?|预约|安排|提醒|"
+    r"截止|到期|面试|考试|出差|航班|记得|别忘|(?<![过失])去(?!世)",
+    re.IGNORECASE,
+)
+_TODAY_IS = re.compile(r"(?:今天|今日)(?:是|为)$|\b(?:today\s+is|it'?s|it\s+is)\s$", re.IGNORECASE)
+_QUOTES_OPEN = "“「『"
+_QUOTES_CLOSE = "”」』"
+_QUOTE = re.compile(r'["“”「」『』]')
+
+
+def without_header(text: str) -> str:
+    """`text` without a leading timestamp that dates the statement itself (see the module docstring)."""
+    header = _HEADER.match(text)
+    return text[header.end() :] if header else text
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What one sentence says about time: past, refused as a plan, and whether it has a cue of one."""
+
+    past: bool  # past tense
+    refused: bool  # conditional, ongoing, recurring, reported, a farewell or a question
+    cue: bool
+
+    @classmethod
+    def of(cls, sentence: str) -> Reading:
+        question = bool(_QUESTION.search(sentence)) and not _REMINDER.search(sentence)
+        refused = NOT_A_PLAN.search(sentence) or _REPORTED.search(sentence) or _FAREWELL.search(sentence)
+        refused = refused or _RECURRING.search(sentence)
+        return cls(bool(PAST.search(sentence)), bool(refused) or question, bool(_CUE.search(sentence)))
+
+
+class Quotes:
+    """The quotation marks of a text, found once; whether a position lies inside a quotation."""
+
+    def __init__(self, text: str) -> None:
+        self._plain: list[int] = []
+        self._open: list[int] = []
+        self._close: list[int] = []
+        for mark in _QUOTE.finditer(text):
+            char = mark.group(0)
+            kind = self._open if char in _QUOTES_OPEN else self._close if char in _QUOTES_CLOSE else self._plain
+            kind.append(mark.start())
+
+    def inside(self, position: int) -> bool:
+        opened = bisect_left(self._open, position) - bisect_left(self._close, position)
+        return opened > 0 or bisect_left(self._plain, position) % 2 == 1
+
+
+def names_today(text: str, start: int) -> bool:
+    """Whether the phrase at `start` follows "today is" / "今天是" (it names the statement's own day)."""
+    return bool(_TODAY_IS.search(text[max(0, start - 12) : start]))
