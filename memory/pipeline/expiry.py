@@ -6,14 +6,23 @@ in the time zone of the turn's own time (`occurred_at`, else now in UTC); a week
 "下个月") runs to its last day. Weeks start on Monday: "next Wednesday" and "下周三" are the Wednesday of the
 following week, "this Friday", "on Friday" and "周五" the coming one (today included).
 
-Conservative by design, since an expiry hides a memory for good: days in the past ("yesterday", "last week",
-a date already gone) set nothing; a phrase that can name the current or a past day ("today", "this week",
-"this weekend", "on Friday", a date) sets nothing when its own sentence is in the past tense ("I went to the
-gym today", "I won the tournament on Friday", "this week has been busy") or conditional or ongoing ("I would
-get one today if I could", "it is still part of my work today"), while phrases that can only look ahead
-("tomorrow", "next month", "in 3 days") keep theirs ("they said they'd come again next month"); recurring or
-permanent dates ("every Monday", "born on May 5", "生日") set nothing. Of several time-bound phrases, the
-latest day wins. An explicit `ttl_seconds` always wins over the text.
+Only a prospective statement expires: a plan, appointment, deadline or reminder about a time after it was said
+("I have a meeting tomorrow", "the report is due Friday", "我下周三要去北京出差", "提醒我5月6日给银行打电话").
+Never a timestamp header or a date that dates the statement itself (a leading "[1:10 pm on 27 March, 2023]" is
+cut off; a date on or before the statement's day sets nothing), past or ongoing events and lasting facts,
+conditional sentences, reported or quoted speech, farewells ("see you tomorrow", "明天再聊"), questions, recurring
+or permanent times ("every Monday", "每周一", "born on May 5"); `memory.pipeline.prospective` reads each sentence
+once for these. Phrases that can only look ahead ("tomorrow", "next month", "in 3 days") need nothing more; those
+that can also name the current day ("today", "this week", "on Friday", "周五") also need a cue of intent,
+obligation or appointment in their sentence ("will", "need to", "meeting", "要", "打算", "开会") or a deadline
+word ("by Friday", "周五前"). When unsure, no expiry: a wrong one hides a memory. Of several time-bound phrases,
+the latest day wins. An explicit `ttl_seconds` always wins over the text.
+
+What an expired plan means later: maintenance soft-deletes it with the reason "expired" once its day (plus
+`time_bound_grace_days`) is over, so recall no longer answers with it; `list_memories` with `include_deleted`
+still shows it with its reason, and it can be restored. A plan that has passed is not a fact about the present
+("I have a meeting tomorrow" read a week later is wrong), and the cases left to expire are now only such plans;
+keeping them as demoted history was not measured.
 
 Linear in the text, whatever it holds: a rule scans only a text that has one of its words, examines at most
 `MAX_MATCHES_PER_RULE` matches, the sentences are found once and each is tested for tense once, and a run of
