@@ -32,6 +32,7 @@ import anyio
 from bench import decision_corpora
 from bench.decision_set import FORMATS, KINDS, LANGUAGES, REPO, WRITER, Case, load
 from bench.procinfo import git_commit
+from bench.sections import replace_section
 from memory import linking
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
@@ -314,13 +315,7 @@ def render(results: DecisionResults) -> str:
 
 def write_section(path: Path, section: str) -> None:
     """Put `section` into `path`, replacing an earlier decisions section and keeping everything else."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if BEGIN in text and END in text:
-        start, end = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:start] + section.rstrip("\n") + text[end:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text, encoding="utf-8")
+    replace_section(path, section, BEGIN, END)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

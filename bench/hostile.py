@@ -25,6 +25,7 @@ import anyio
 
 from bench.hostile_inputs import FAMILIES
 from bench.procinfo import load_average
+from bench.sections import replace_section
 from memory.clock import SystemClock
 from memory.cues import query_cues, states_time
 from memory.embedders import WordLlamaEmbedder
@@ -268,13 +269,7 @@ def render(results: HostileResults) -> str:
 
 def write_section(path: Path, section: str) -> None:
     """Put `section` into `path`, replacing an earlier hostile-text section and keeping everything else."""
-    text = path.read_text() if path.exists() else ""
-    if BEGIN in text and END in text:
-        start, end = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:start] + section.rstrip("\n") + text[end:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+    replace_section(path, section, BEGIN, END)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,6 +25,7 @@ import anyio
 from bench.hostile_inputs import FAMILIES
 from bench.mcp_load import call, mcp_client
 from bench.procinfo import cpu_seconds, load_average
+from bench.sections import replace_section
 from bench.server import ServerProcess
 from bench.stats import Samples, ms
 from tenancy import mint_token
@@ -156,13 +157,8 @@ def render(figures: Figures) -> str:
 
 
 def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    if BEGIN in text and END in text:
-        start, end = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:start] + section.rstrip("\n") + text[end:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+    """Put `section` into `path`, replacing an earlier isolation section and keeping everything else."""
+    replace_section(path, section, BEGIN, END)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
