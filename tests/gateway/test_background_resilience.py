@@ -19,10 +19,10 @@ from gateway.app import create_app
 from gateway.background import Supervisor
 from gateway.maintenance import admin_scope, maintain_all, maintenance_loop
 from memory.clock import ManualClock
-from memory.ids import content_hash, new_memory_id
-from memory.models import Memory, MemoryKind, Source
+from memory.models import Memory
 from ops.config import Settings
 from tests.conftest import BASE_URL, Mint, data, mcp_session
+from tests.memory.conftest import make_memory
 
 pytestmark = pytest.mark.anyio
 
@@ -33,31 +33,8 @@ STANDUPS = [f"The standup meeting moved to nine on {day}" for day in ("Monday", 
 async def store_directly(app: Starlette, tenant: str, content: str, **overrides: Any) -> Memory:
     """A memory written straight through the store (no validation, as an older version or a bug could have)."""
     runtime = app.state.runtime
-    now = datetime.now(UTC)
-    values: dict[str, Any] = {
-        "id": new_memory_id(),
-        "tenant": tenant,
-        "namespace": "user:1",
-        "kind": MemoryKind.EPISODIC,
-        "content": content,
-        "importance": 0.5,
-        "created_at": now,
-        "updated_at": now,
-        "last_accessed_at": None,
-        "access_count": 0,
-        "expires_at": None,
-        "deleted_at": None,
-        "supersedes": [],
-        "superseded_by": None,
-        "origin_id": None,
-        "session_id": None,
-        "source": Source(subject="agent-1"),
-        "tags": [],
-        "metadata": {},
-        "embedding_model": runtime.embedder.model_id,
-        "content_hash": content_hash(content),
-    }
-    memory = Memory(**(values | overrides))
+    defaults = {"at": datetime.now(UTC), "embedding_model": runtime.embedder.model_id}
+    memory = make_memory(content, tenant=tenant, **(defaults | overrides))
     [vector] = await runtime.embedder.embed_documents([content])
     await runtime.store.upsert(admin_scope(tenant), [(memory, vector)])
     return memory
