@@ -259,8 +259,10 @@ _RULES = [(name, re.compile(pattern.pattern, re.IGNORECASE), fn) for name, patte
 # also name the current or a past one, which the tense of their sentence decides.
 _AHEAD_ONLY = frozenset(
     {"day_after_tomorrow", "tomorrow", "in_three_days", "in_two_days", "next_weekday", "next_weekend", "next_week"}
-    | {"next_month", "in_days", "in_hours"}
+    | {"next_month"}
 )
+# An offset from now unless the sentence is in the past tense, where it is a duration ("finished it in 3 days").
+_OFFSET = frozenset({"in_days", "in_hours"})
 _SENTENCE_PUNCTUATION = ".!?;。！？；"
 # a run of punctuation is tried from its first mark only, never given back (it was retried from each: quadratic)
 # Chinese marks end a sentence without a space after them ("...看电影。你有...").
@@ -348,6 +350,16 @@ class _Sentences:
         after = bisect_left(self._starts, end)
         return left, self._ends[after] if after < len(self._ends) else len(self.text)  # with its end mark
 
+    def others(self, span: tuple[int, int]) -> Iterator[Reading]:
+        """How each sentence that does not overlap `span` reads (each tested once)."""
+        left = 0
+        for right in [*self._ends, len(self.text)]:
+            if (right <= span[0] or left >= span[1]) and self.text[left:right].strip():
+                if (left, right) not in self._readings:
+                    self._readings[(left, right)] = Reading.of(self.text[left:right])
+                yield self._readings[(left, right)]
+            left = right
+
     def reading(self, start: int, end: int) -> Reading:
         """How the sentence around [start, end) reads: past, refused as a plan, with a cue of one."""
         span = self.around(start, end)
@@ -364,10 +376,14 @@ def _looks_ahead(rule: str, match: re.Match[str], day: date, today: date, senten
     reading = sentences.reading(match.start(), match.end())
     if reading.refused:
         return False  # conditional, ongoing, reported, a farewell, a question
+    if reading.holds_more:
+        return False  # "I'm a shooting guard and our opener is next week", "I'm also hosting ... next month"
     if rule in _AHEAD_ONLY:
         return True  # "tomorrow", "next week": the tense of the sentence does not matter
     if reading.past:
-        return False  # "I went to the gym today", "we won on Friday"
+        return False  # "I went to the gym today", "we won on Friday", "finished in 3 days", "built in a day"
+    if rule in _OFFSET:
+        return True  # "in 3 days", not in the past tense
     if rule == "date":
         return day > today  # a date after the statement looks ahead; one on its day dates it
     deadline = match.group(0).lower().startswith(_DEADLINE_WORDS) or sentences.text.startswith("前", match.end())
@@ -386,6 +402,7 @@ def find_expiry(content: str, reference: datetime, budget: CpuBudget | None = No
     sentences = _Sentences(text)
     quotes = Quotes(text)
     best: TimeBound | None = None
+    best_span = (0, 0)
     for rule, match, day in _candidates(text, today, budget):
         if day < today or quotes.inside(match.start()):
             continue
@@ -393,4 +410,7 @@ def find_expiry(content: str, reference: datetime, budget: CpuBudget | None = No
             continue
         if best is None or day > best.day:
             best = TimeBound(_end_of(day, reference), day, match.group(0), rule)
+            best_span = sentences.around(match.start(), match.end())
+    if best is not None and any(r.lasting for r in sentences.others(best_span)):
+        return None  # another sentence states a lasting fact or a past event: hiding the plan would hide it
     return best

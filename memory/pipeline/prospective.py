@@ -9,11 +9,18 @@ A time phrase makes a memory expire only when its sentence looks ahead. This mod
   past          past tense ("went", "was", "-ed", "了", "已经"), conditional or ongoing ("if", "would", "still", "还是")
   reported      reported or quoted speech ("he said he'd come tomorrow", "她说明天会来", a phrase inside quotes)
   farewell      chit-chat about the next talk ("see you tomorrow", "talk soon", "明天再聊", "明天见")
+  talk          the conversation itself ("today I want to talk to you about...", "明天继续和你聊天", "今天想请教你")
+  opinion       advice or an opinion about a plan ("a trip this weekend is a great idea", "周末去旅游是一个很好的方式")
   question      a question ("are you free tomorrow?", "明天有空吗"): an offer or a query, not the writer's plan
   today_is      a weekday that names the statement's own day ("today is Sunday", "今天是星期天")
+  holds more    a lasting fact in the plan's own sentence ("our opener is next week in Seattle, a city he loves")
+                or the plan as one item of several ("I'm also hosting a competition next month")
+  beside        a lasting fact (a preference, an identity, a job, "I've always") or a past event in any other
+                sentence of the memory: the whole memory keeps, since hiding the plan would hide them
 and the one that says yes, `cue`: a word of intent, obligation or appointment ("will", "going to", "plan",
 "need to", "due", "meeting", "remind", "要", "打算", "准备", "开会", "截止"). Phrases that can only look ahead
-("tomorrow", "next week") need no cue; the others ("today", "this week", "on Friday") do (see expiry).
+("tomorrow", "next week") need no cue; the others ("today", "this week", "on Friday") do (see expiry), and an
+offset ("in 3 days") is a duration in a past sentence ("finished it in 3 days", "wasn't built in a day").
 
 Linear in the text: every pattern is a bounded alternation run once per sentence (the caller caches the verdict),
 and quotes are located in one pass and counted by bisection.
@@ -30,18 +37,44 @@ _HEADER = re.compile(
     r"^\s*(?:[\[(【（][^\]\)】）\n]{0,80}?\d[^\]\)】）\n]{0,80}?[\]\)】）]"
     r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?)\s*[-–:|,]?\s*"
 )
+_PAST_WORDS = (
+    r"was|were|did|had|been|wasn't|weren't|didn't|hadn't|went|got|came|made|took|saw|met|ate|bought|said|told|gave|"
+    r"found|left|felt|won|lost|ran|began|brought|caught|thought|wrote|spoke|drove|flew|sent|spent|built|kept|held|"
+    r"heard|paid|sold|yesterday|ago|earlier|already|recently|lately"
+)
 PAST = re.compile(
-    r"\b(?:was|were|did|had|been|went|got|came|made|took|saw|met|ate|bought|said|told|gave|found|left|felt|won|"
-    r"lost|ran|began|brought|caught|thought|wrote|spoke|drove|flew|sent|spent|built|kept|held|heard|paid|sold|"
-    r"yesterday|ago|earlier|already|recently|lately|\w{2,}[^e\W]ed)\b|了|过|昨天|前天|已经|刚才|刚刚|最近",
+    rf"\b(?:{_PAST_WORDS}|\w{{2,}}[^e\W]ed)\b|了|过|昨天|前天|已经|刚才|刚刚|最近",
+    re.IGNORECASE,
+)
+# PAST for a sentence beside the plan, read with more care: an "-ed" word counts only after its subject ("I
+# rehearsed", not "so excited", "Super stoked!"), and "太好了" or "不过" is no past.
+PAST_BESIDE = re.compile(
+    rf"\b(?:{_PAST_WORDS})\b|\b(?:i|we|he|she|they)\s+(?:\w+\s+)?\w{{2,}}[^e\W]ed\b"
+    r"|(?<![好对算行罢])了|(?<![不难])过(?![来去得])|昨天|前天|已经|刚才|刚刚|最近|上周|上个月|去年",
     re.IGNORECASE,
 )
 NOT_A_PLAN = re.compile(r"\b(?:if|would|could|wish|still|nowadays)\b|如果|要是|还是|仍然|依然", re.IGNORECASE)
 # A permanent date anywhere in the text ("born on May 5", "我的生日是5月5日"): nothing in it expires.
-PERMANENT = re.compile(r"\b(?:born|birthday|anniversary)\b|生日|纪念日|出生", re.IGNORECASE)
+PERMANENT = re.compile(r"\b(?:born|birthdays?|anniversary|anniversaries)\b|生日|纪念日|出生", re.IGNORECASE)
+# A lasting fact: a preference, an identity or a job, a habit ("I love hiking", "I'm a nurse", "我一直很喜欢西班牙").
+# Another sentence of a time-bound memory saying one keeps the whole memory from expiring: hiding the plan would
+# hide the fact with it; so does one in the plan's own sentence ("John's game next month is in Seattle, a city he
+# loves"). "like" counts only after its subject ("I like", never "I'd like to go tomorrow", "looks like").
+LASTING = re.compile(
+    r"\b(?:love|loves|loved|enjoy|enjoys|favou?rites?|prefer|prefers|hate|hates|adore|"
+    r"work\s+(?:as|at|for)|works\s+(?:as|at|for)|my\s+(?:job|career|profession))\b|"
+    r"\b(?:i|we|he|she|they)(?:'ve|\s+have|\s+has)?\s+(?:really\s+|also\s+|still\s+|always\s+)?(?:like|likes|always)\b|"
+    r"\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:a|an)\s+(?!bit\b|little\b|lot\b)|"
+    r"喜欢|爱好|最爱|热爱|讨厌|一直|我是|职业",
+    re.IGNORECASE,
+)
+# The plan is one item of several news ("I'm also hosting a competition next month", "另外，我下周要出差"): the
+# memory holds more than the plan, so hiding it with the plan is not sure.
+AMONG_OTHERS = re.compile(r"\b(?:also|as\s+well|besides)\b|另外|此外", re.IGNORECASE)
 # A recurring time in the sentence ("every Monday", "每周一", "usually on Fridays"): not one day to come.
 _RECURRING = re.compile(
-    r"\b(?:every|each|since|weekly|daily|annually|monthly|usually|always|often)\b|每|以来|自从|通常|经常|总是",
+    r"\b(?:every|each|since|weekly|daily|annually|monthly|usually|always|often|sometimes|occasionally)\b|"
+    r"每|以来|自从|通常|经常|总是|有时|偶尔",
     re.IGNORECASE,
 )
 _REPORTED = re.compile(
@@ -55,6 +88,22 @@ _FAREWELL = re.compile(
     r"|再聊|再见|见[吧啦哦喔。！!~]|明天见|回头聊|改天|晚安|拜拜|愉快",
     re.IGNORECASE,
 )
+# The conversation itself: "today I want to talk to you about my trip", "let's talk again tomorrow",
+# "今天想跟你聊聊", "明天继续和你聊天": the talk is not the writer's plan (what it is about is read elsewhere).
+_TALK = re.compile(
+    r"\b(?:talk|chat|speak)(?:ing)?\s+(?:to|with)\s+you\b|\b(?:talk|chat)\s+(?:again|more)\b|"
+    r"\b(?:our|this)\s+(?:conversation|chat|talk)\b|\bask\s+you\b"
+    r"|(?:和|跟|与|同)你(?:一起)?(?:聊|谈|说|分享)|想(?:和你|跟你)?(?:聊聊|谈谈)|(?:继续|再)(?:和你|跟你)?聊|请教",
+    re.IGNORECASE,
+)
+# Advice or an opinion about a plan ("going on a trip this weekend is a great idea", "周末去旅游是一个很好的
+# 方式"): said of someone's plan, not the writer's own.
+_OPINION = re.compile(
+    r"\b(?:is|are|sounds?|seems?)\s+(?:like\s+)?(?:a\s+|an\s+)?(?:really\s+|very\s+|such\s+a\s+)?"
+    r"(?:good|great|nice|wonderful|fantastic|excellent|perfect)\s+(?:idea|choice|way|option)\b"
+    r"|是(?:一个|一种|个)?(?:很|非常|挺|特别|不错)?(?:好|不错|棒|理想)的(?:选择|方式|主意|办法|方法)|建议你|推荐你|你可以",
+    re.IGNORECASE,
+)
 _QUESTION = re.compile(r"[?？]|吗|呢")
 _REMINDER = re.compile(r"\bremind\s+me\b|提醒我", re.IGNORECASE)
 _CUE = re.compile(
@@ -62,7 +111,7 @@ _CUE = re.compile(
     r"must|due|deadline|expires?|runs?\s+out|remind|appointment|meeting|interview|exam|flight|conference|"
     r"review|dinner|lunch|party|scheduled|booked)\b"
     r"|(?<![重主只需不])要(?![是求不])|打算|准备|计划|将要|(?<![机社体学不误理])会(?![不])|约了?|预约|安排|提醒|"
-    r"截止|到期|面试|考试|出差|航班|记得|别忘|(?<![过失])去(?!世)",
+    r"截止|到期|面试|考试|出差|航班|记得|别忘|(?<![过失力没不])去(?!世)",
     re.IGNORECASE,
 )
 _TODAY_IS = re.compile(r"(?:今天|今日)(?:是|为)$|\b(?:today\s+is|it'?s|it\s+is)\s$", re.IGNORECASE)
@@ -82,15 +131,21 @@ class Reading:
     """What one sentence says about time: past, refused as a plan, and whether it has a cue of one."""
 
     past: bool  # past tense
-    refused: bool  # conditional, ongoing, recurring, reported, a farewell or a question
+    refused: bool  # conditional, ongoing, recurring, reported, a farewell, the talk itself, advice or a question
     cue: bool
+    lasting: bool = False  # states a lasting fact or a past event (LASTING, PAST_BESIDE): read beside a plan
+    holds_more: bool = False  # a plan's sentence that also states a lasting fact or is one item of several
 
     @classmethod
     def of(cls, sentence: str) -> Reading:
         question = bool(_QUESTION.search(sentence)) and not _REMINDER.search(sentence)
         refused = NOT_A_PLAN.search(sentence) or _REPORTED.search(sentence) or _FAREWELL.search(sentence)
-        refused = refused or _RECURRING.search(sentence)
-        return cls(bool(PAST.search(sentence)), bool(refused) or question, bool(_CUE.search(sentence)))
+        refused = refused or _RECURRING.search(sentence) or _TALK.search(sentence) or _OPINION.search(sentence)
+        past, cue = bool(PAST.search(sentence)), bool(_CUE.search(sentence))
+        # a question states no fact
+        lasting = not question and bool(LASTING.search(sentence) or PAST_BESIDE.search(sentence))
+        holds_more = bool(LASTING.search(sentence) or AMONG_OTHERS.search(sentence))
+        return cls(past, bool(refused) or question, cue, lasting, holds_more)
 
 
 class Quotes:

@@ -109,13 +109,95 @@ def test_a_day_that_may_be_today_or_past_sets_nothing_in_a_past_conditional_or_o
 @pytest.mark.parametrize(
     ("content", "expires"),
     [
-        ("I went to the store. I have a meeting today.", end_of(2026, 5, 4)),
-        ("We talked about it yesterday; the review is on Friday", end_of(2026, 5, 8)),
+        ("Busy morning. I have a meeting today.", end_of(2026, 5, 4)),
+        ("Sounds good to me; the review is on Friday", end_of(2026, 5, 8)),
+        ("I finally got the tickets for the show tomorrow!", end_of(2026, 5, 5)),
+        ("太好了！我明天要去北京。", end_of(2026, 5, 5)),
     ],
 )
 def test_the_tense_that_counts_is_the_phrases_own_sentence_and_future_only_phrases_ignore_it(
     content: str, expires: datetime
 ) -> None:
+    bound = find_expiry(content, MONDAY)
+
+    assert bound is not None
+    assert bound.expires_at == expires
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        # a past event beside the plan (LoCoMo and MemoryBank turns)
+        "I went to the store. I have a meeting today.",
+        "On Friday, I got great news - I'm in the study abroad program! Next month, I'm off to Ireland.",
+        "I rehearsed with a small group of dancers after work. We perform at a festival next month.",
+        "我昨天去了医院。下周还要复查。",
+        # a lasting fact: a preference, an identity, a habit
+        "Love experimenting with spices. Planning a trip to Universal Studios next month.",
+        "It's Seattle, I'm stoked for my game there next month! It's one of my favorite cities.",
+        "I'm a shooting guard for the team and our season opener is next week - so excited!",
+        "I want to go to Spain next month. I've always loved Spanish culture, music, and cuisine.",
+        "我下个月想去西班牙旅行。我一直很喜欢西班牙的文化，音乐和美食。",
+    ],
+)
+def test_a_plan_beside_a_past_event_or_a_lasting_fact_never_expires_for_hiding_it_would_hide_them(
+    content: str,
+) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Hello, friend. Today I want to talk to you about my travel plans.",
+        "No, that's it for today. Let's talk again tomorrow.",
+        "I'm going to have dinner now and will talk to you again tomorrow.",
+        "Let's continue our conversation tomorrow. Good night, Frank.",
+        "你好，朋友。今天想跟你聊聊我的健身计划。",
+        "没关系，跟你聊天很开心。明天继续和你聊天。",
+        "你好，AI伴侣。今天我有一个小问题想要请教你。",
+    ],
+)
+def test_talk_about_the_conversation_itself_is_no_plan(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "周末出去旅游是一个非常好的方式，有助于放松身心。",
+        "星期天去看电影是一个很好的选择。",
+        "Going hiking this weekend is a great idea.",
+    ],
+)
+def test_an_opinion_about_a_plan_is_not_the_writer_s_plan(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Rome wasn't built in a day so keep pushing on!",
+        "I finished the whole puzzle in 3 days.",
+        "有时我周末会去唱片店淘CD。",
+        "Sometimes I go climbing on the weekend.",
+        "Today I plan to go out to dinner. Birthdays are a time for contemplating life.",
+    ],
+)
+def test_a_duration_an_idiom_or_a_habit_is_no_plan(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "expires"),
+    [
+        ("I'll call you back in 3 days.", end_of(2026, 5, 7)),
+        ("今天是星期天，我准备去看电影。", end_of(2026, 5, 4)),
+        ("Today is Sunday and I'm planning to watch a movie. Any recommendations?", end_of(2026, 5, 4)),
+        ("好的，谢谢你的建议，那今天晚上我去和朋友一起看电影。再见！", end_of(2026, 5, 4)),
+    ],
+)
+def test_plans_beside_chit_chat_and_questions_still_expire(content: str, expires: datetime) -> None:
     bound = find_expiry(content, MONDAY)
 
     assert bound is not None
