@@ -14,11 +14,16 @@ never copied into the repository) or a text of the set's own making:
 
     {"ref": {"dataset": "locomo", "sample_id": "conv-26", "dia_id": "D1:3"}}
     {"ref": {"dataset": "memorybank_cn", "user": "张曼婷", "date": "2023-04-27", "index": 1, "field": "query"}}
+    {"ref": {"dataset": "locomo", "sample_id": "conv-26", "field": "observation", "session": 1,
+             "speaker": "Caroline", "index": 0}}
     {"text": "I live in Berlin", "at": "2023-05-01T09:00:00Z", "speaker": "Ana", "subject": "bob"}
 
-A LoCoMo turn is dated by its session's date time and spoken by its speaker; a MemoryBank turn is dated by its
-history date (at 12:00 UTC plus one minute per turn index, so turns keep their order) and spoken by the user
-(logged as the user's own text; the user's name appears only in a header).
+A LoCoMo turn is dated by its session's date time and spoken by its speaker. LoCoMo's own third-person notes of a
+session (`field` "observation": facts extracted per speaker, "Caroline is planning to ..."; "event": the
+session's events per speaker; "summary": the session's summary, without speaker or index) are dated by their
+session and have no speaker. A MemoryBank turn is dated by its history date (at 12:00 UTC plus one minute per
+turn index, so turns keep their order) and spoken by the user (logged as the user's own text; the user's name
+appears only in a header).
 `subject` is the token subject that writes the memory (default: the case's writer, one agent).
 
 The case's `format` says how every memory of it is written, the ways agents log turns: `plain` (the text, or
@@ -118,6 +123,35 @@ def locomo_turns(root: Path = DATASETS) -> dict[tuple[str, str], tuple[str, str,
     return turns
 
 
+@cache
+def locomo_facts(root: Path = DATASETS) -> dict[tuple[str, str, int, str, int], tuple[str, datetime]]:
+    """(sample id, field, session, speaker, index) -> (text, session time) for every LoCoMo dev observation
+    (`field` "observation"), event (`event`) and session summary (`summary`, speaker "" and index 0)."""
+    found: dict[tuple[str, str, int, str, int], tuple[str, datetime]] = {}
+    for conversation in read_json(_LOCOMO, root):
+        sample, sessions = conversation["sample_id"], conversation["conversation"]
+        times = {k: parse_locomo_time(v) for k, v in sessions.items() if k.endswith("_date_time")}
+
+        def when(number: int, times: dict[str, datetime] = times) -> datetime:
+            return times[f"session_{number}_date_time"]
+
+        for key, by_speaker in conversation.get("observation", {}).items():
+            number = int(key.removeprefix("session_").removesuffix("_observation"))
+            for speaker, items in by_speaker.items():
+                for index, item in enumerate(items):
+                    found[(sample, "observation", number, speaker, index)] = (str(item[0]), when(number))
+        for key, by_speaker in conversation.get("event_summary", {}).items():
+            number = int(key.removeprefix("events_session_"))
+            for speaker, items in by_speaker.items():
+                if speaker != "date":
+                    for index, item in enumerate(items):
+                        found[(sample, "event", number, speaker, index)] = (str(item), when(number))
+        for key, summary in conversation.get("session_summary", {}).items():
+            number = int(key.removeprefix("session_").removesuffix("_summary"))
+            found[(sample, "summary", number, "", 0)] = (str(summary), when(number))
+    return found
+
+
 def memorybank(dataset: str, root: Path = DATASETS) -> dict[str, Any]:
     if dataset not in _MEMORYBANK:
         raise SetError(f"unknown dataset {dataset!r}")
@@ -140,6 +174,12 @@ def _resolve(raw: dict[str, Any], root: Path) -> Text:
     if not isinstance(ref, dict):
         raise SetError(f"a memory needs 'text' or 'ref': {raw}")
     dataset = ref.get("dataset")
+    if dataset == "locomo" and "field" in ref:
+        key = (ref["sample_id"], ref["field"], int(ref["session"]), ref.get("speaker", ""), int(ref.get("index", 0)))
+        fact = locomo_facts(root).get(key)
+        if fact is None:
+            raise SetError(f"no LoCoMo {ref['field']} {key}")
+        return Text(fact[0], fact[1], None, subject, "locomo_facts")
     if dataset == "locomo":
         found = locomo_turns(root).get((ref["sample_id"], ref["dia_id"]))
         if found is None:

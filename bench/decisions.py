@@ -48,6 +48,7 @@ END = "<!-- bench:decisions:end -->"
 HEADING = "## Write decisions: a labelled set, measured"
 TENANT = "decisions"
 ARRIVAL = timedelta(seconds=1)  # a write reaches the gateway this long after it was said
+HELD_OUT = "held-out"  # the tag of cases from a census on a corpus no rule was written for
 HIDDEN_ON_ARRIVAL = "superseded_on_arrival"  # the new statement itself stored as already replaced
 
 
@@ -206,8 +207,8 @@ class DecisionResults:
     seconds: float = 0.0
     commit: str = ""
 
-    def scores(self, lang: str | None = None) -> dict[str, Score]:
-        part = [j for j in self.judged if lang is None or j.case.lang == lang]
+    def scores(self, lang: str | None = None, tag: str | None = None) -> dict[str, Score]:
+        part = [j for j in self.judged if lang in (None, j.case.lang) and (tag is None or tag in j.case.tags)]
         return {kind: score(part, kind) for kind in KINDS}
 
     @property
@@ -277,6 +278,24 @@ def _breakdown(judged: Sequence[Judged]) -> list[str]:
     return ["Cases right by source and by the format the scenario was written in:", "", *lines]
 
 
+def _held_out(results: DecisionResults, held_out: Sequence[Judged]) -> list[str]:
+    """The cases tagged held-out: a census of every hide on a corpus no rule was written or changed for, labelled
+    before the rules were looked at again (`bench/decision_census.py`)."""
+    lines = [
+        f"Held out ({len(held_out)} cases, tag `{HELD_OUT}`): every hide of the pipeline on text no rule was "
+        "written for, LoCoMo's own third-person notes of each session (`python -m bench.decision_census --corpus "
+        "locomo-observations --corpus locomo-events --corpus locomo-summaries`: 1,210 observations, 303 events, "
+        "128 session summaries), labelled before any rule was looked at for them (bench/FINDINGS.md has the "
+        "first-look figures). Decisions taken on them now:",
+        "",
+        _row(["decision", "labelled", "decided", "right", "precision"]),
+        _row(["---", "---:", "---:", "---:", "---:"]),
+    ]
+    for kind, s in results.scores(tag=HELD_OUT).items():
+        lines.append(_row([kind, str(s.expected), str(s.predicted), str(s.true), _ratio(s.precision)]))
+    return lines
+
+
 def render(results: DecisionResults) -> str:
     judged = results.judged
     langs = {lang: sum(j.case.lang == lang for j in judged) for lang in LANGUAGES}
@@ -304,6 +323,9 @@ def render(results: DecisionResults) -> str:
         for kind, s in results.scores(lang).items():
             cells = [label, kind, str(s.expected), str(s.predicted), str(s.true), _ratio(s.precision)]
             lines.append(_row([*cells, _ratio(s.recall)]))
+    held_out = [j for j in judged if HELD_OUT in j.case.tags]
+    if held_out:
+        lines += ["", *_held_out(results, held_out)]
     lines += ["", *decision_corpora.render(results.corpora), ""]
     lines += [f"Wrong cases ({len(results.wrong)}): expected, what the pipeline did, and its reason.", ""]
     lines += [_row(["case", "lang", "expected", "got", "pipeline's reason"]), _row(["---"] * 5)]

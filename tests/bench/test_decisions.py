@@ -33,7 +33,13 @@ def cases() -> list[Case]:
 def test_every_reference_of_the_set_resolves_to_a_turn_of_the_datasets(cases: list[Case]) -> None:
     referenced = [m for c in cases for m in (*c.earlier, c.statement) if m.source != "own"]
     assert referenced and all(m.text.strip() for m in referenced)
-    assert {m.source for m in referenced} == {"locomo", "memorybank_cn", "memorybank_en"}
+    assert {m.source for m in referenced} == {"locomo", "locomo_facts", "memorybank_cn", "memorybank_en"}
+
+
+def test_the_held_out_cases_are_a_census_of_lo_co_mo_s_own_notes(cases: list[Case]) -> None:
+    held_out = [c for c in cases if decisions.HELD_OUT in c.tags]
+    assert len(held_out) >= 10
+    assert all(c.statement.source == "locomo_facts" and c.id.startswith("census-") for c in held_out)
 
 
 def test_the_set_holds_at_least_300_statements_about_half_of_them_chinese(cases: list[Case]) -> None:
