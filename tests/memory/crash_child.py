@@ -81,10 +81,18 @@ async def forget_origin(service: MemoryService, who: NamespaceScope) -> None:
     await service.forget(who, origin.id, "moved out")
 
 
+async def restore_origin(service: MemoryService, who: NamespaceScope) -> None:
+    page = await service.list(who, ListRequest(namespace="user:1", include_deleted=True))
+    [origin] = [m for m in page.memories if m.content.startswith("I live")]
+    await service.restore(who, origin.id)
+
+
 OPERATIONS: dict[str, Callable[[MemoryService, NamespaceScope], Awaitable[None]]] = {
     "setup": writes({"content": "I live in Berlin", "share_to": ["team:1"], "request_id": "setup-1"}),
     "move": writes({"content": "I moved to Paris", "share_to": ["team:1"], "request_id": "move-1"}),
+    "rephrase": writes({"content": "I live in Berlin!", "share_to": ["team:1"], "request_id": "rephrase-1"}),
     "forget": forget_origin,
+    "restore": restore_origin,
 }
 
 

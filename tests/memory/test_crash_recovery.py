@@ -1,7 +1,8 @@
 """A multi-step write killed at any step is completed by its retry: SIGKILL a child process just before each
-mutating store call of a supersession (store the new memory and its copy, mark the old one, mark its copy) and
-of a forget with copies, on the embedded engine and on qdrant-client's local mode (the server code path), then
-retry the same request in a fresh process and check nothing is left half-applied."""
+mutating store call of a supersession (store the new memory and its copy, mark the old one, mark its copy), of an
+update in place with copies (one batch), and of a forget and a restore with copies, on the embedded engine and on
+qdrant-client's local mode (the server code path), then retry the same request in a fresh process and check
+nothing is left half-applied."""
 
 from __future__ import annotations
 
@@ -100,3 +101,44 @@ async def test_a_forget_killed_at_any_step_is_completed_by_its_retry(
 
     assert [m.deleted_at is not None for m in memories] == [True, True]
     assert {m.delete_reason for m in memories} == {"moved out"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kill_at", [1, 0])  # before the one batch that updates the origin and its copy, not at all
+async def test_an_update_in_place_killed_at_any_step_is_completed_by_the_retry_of_the_same_request(
+    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+) -> None:
+    path = tmp_path / "store"
+    await run_here(backend, path, embedder, "setup")
+
+    assert run_child(backend, path, "rephrase", kill_at) == (0 if kill_at == 0 else -9)
+    store: VectorStore = await open_store(backend, path, embedder)
+    try:
+        service = MemoryService(store, embedder, SystemClock())
+        retry = WriteRequest(
+            content="I live in Berlin!", subject="agent-1", share_to=["team:1"], request_id="rephrase-1"
+        )
+        outcome = await service.write(scope(TENANT, write=BOTH), retry)
+        memories = await everything(service)
+    finally:
+        await store.close()
+
+    assert outcome.status is WriteStatus.UPDATED  # the first attempt's answer
+    assert live(memories, "user:1") == live(memories, "team:1") == ["I live in Berlin!"]
+    assert len(memories) == 2  # the origin and its copy, both in the new wording
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kill_at", [1, 2, 0])  # before restoring the copy, before the origin, not at all
+async def test_a_restore_killed_at_any_step_is_completed_by_its_retry(
+    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+) -> None:
+    path = tmp_path / "store"
+    await run_here(backend, path, embedder, "setup")
+    await run_here(backend, path, embedder, "forget")
+
+    assert run_child(backend, path, "restore", kill_at) == (0 if kill_at == 0 else -9)
+    memories = await run_here(backend, path, embedder, "restore")
+
+    assert [m.deleted_at is None for m in memories] == [True, True]
+    assert {m.delete_reason for m in memories} == {None}
