@@ -81,6 +81,23 @@ async def forget_origin(service: MemoryService, who: NamespaceScope) -> None:
     await service.forget(who, origin.id, "moved out")
 
 
+IMPORTED = ("I live in Berlin", "I keep two cats", "My sister is a nurse")
+
+
+async def import_records(service: MemoryService, who: NamespaceScope) -> None:
+    """What import_memories does with a batch: each checked record through the write path, as an import."""
+    for content in IMPORTED:
+        request = WriteRequest(
+            content=content,
+            subject="agent-1",
+            namespace="user:1",
+            tool="import_memories",
+            skip_deleted_repeats=True,
+            imported=True,
+        )
+        await service.write(who, request)
+
+
 async def restore_origin(service: MemoryService, who: NamespaceScope) -> None:
     page = await service.list(who, ListRequest(namespace="user:1", include_deleted=True))
     [origin] = [m for m in page.memories if m.content.startswith("I live")]
@@ -93,6 +110,7 @@ OPERATIONS: dict[str, Callable[[MemoryService, NamespaceScope], Awaitable[None]]
     "rephrase": writes({"content": "I live in Berlin!", "share_to": ["team:1"], "request_id": "rephrase-1"}),
     "forget": forget_origin,
     "restore": restore_origin,
+    "import": import_records,
 }
 
 

@@ -1,8 +1,8 @@
 """A multi-step write killed at any step is completed by its retry: SIGKILL a child process just before each
 mutating store call of a supersession (store the new memory and its copy, mark the old one, mark its copy), of an
-update in place with copies (one batch), and of a forget and a restore with copies, on the embedded engine and on
-qdrant-client's local mode (the server code path), then retry the same request in a fresh process and check
-nothing is left half-applied."""
+update in place with copies (one batch), of a forget and a restore with copies, and of an import batch, on the
+embedded engine and on qdrant-client's local mode (the server code path), then retry the same request in a fresh
+process and check nothing is left half-applied."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from memory.ports import VectorStore
 from memory.requests import ListRequest, WriteRequest
 from memory.service import MemoryService
 from tests.memory.conftest import scope
-from tests.memory.crash_child import BOTH, OPERATIONS, open_store
+from tests.memory.crash_child import BOTH, IMPORTED, OPERATIONS, open_store
 
 pytestmark = pytest.mark.anyio
 
@@ -142,3 +142,16 @@ async def test_a_restore_killed_at_any_step_is_completed_by_its_retry(
 
     assert [m.deleted_at is None for m in memories] == [True, True]
     assert {m.delete_reason for m in memories} == {None}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kill_at", [1, 2, 3, 0])  # before each record of the batch, not at all
+async def test_an_import_killed_at_any_record_is_completed_by_its_retry_without_a_duplicate(
+    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+) -> None:
+    path = tmp_path / "store"
+
+    assert run_child(backend, path, "import", kill_at) == (0 if kill_at == 0 else -9)
+    memories = await run_here(backend, path, embedder, "import")
+
+    assert sorted(m.content for m in memories) == sorted(IMPORTED)
