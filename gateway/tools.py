@@ -52,7 +52,13 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
         share_to: Annotated[
             list[str] | None, Field(description="Also write a linked copy to these shared namespaces.")
         ] = None,
-        metadata: Annotated[dict[str, Any] | None, Field(description="Free-form JSON object stored as is.")] = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="JSON object stored as is. 'speaker' (a name, at most 40 chars) says who said the "
+                "content when it has no 'Name: ' prefix: first person is theirs, and recall finds it by their name."
+            ),
+        ] = None,
         force: Annotated[bool, Field(description="Store even if an identical memory exists.")] = False,
         request_id: RequestId = None,
     ) -> CallToolResult:

@@ -1,6 +1,17 @@
 """Cues a recall reads from text beside similarity: who a query asks about and whether it asks when; who spoke a
 memory, whether it asks a question and whether it says when something happened (`memory.ranking` weighs them).
 
+Who said a memory is answered here for the whole engine (`speaker_of`): the speaker of a "Name: text" turn, else
+the speaker a write gives beside its text as `metadata.speaker` (an agent storing a user's own words as they
+were said). Such a memory is read as "Name: text" (`attributed`) wherever the engine reads a turn: its keyword
+document and dense embedding (and its turn context: `memory.writes`), the speaker cue at recall, and who "I"
+is in its claims and conflicts (`memory.pipeline.conflict`). Its stored content stays as written.
+
+When a memory happened is findable by keyword too: its keyword document also holds its day in words
+(`date_words`: "27 March 2023", the day of its `occurred_at` in the writer's zone, else of its writing), so a
+query naming a date ("what did Jon find on 1 February, 2023?", "in August 2023") matches what was said that
+day whether or not the text says it, as it would if the turn had been logged under a date header.
+
 They follow how people talk about their lives, as counted on LoCoMo's development split (the same split the
 weights were measured on, so `hindsight eval locomo` on other data is the fair check): a question naming a
 person is answered by that person's own words (95 % of the evidence turns of such questions); a turn that ends
@@ -13,8 +24,11 @@ English and Chinese, pure and deterministic, and linear in the text (no pattern 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 from memory.pipeline.text import has_cjk, normalize, split_speaker
 
@@ -54,12 +68,75 @@ def query_cues(query: str) -> QueryCues:
     return QueryCues(text, frozenset(_WORD.findall(text)), _ASKS_WHEN.search(text) is not None)
 
 
+SPEAKER_KEY = "speaker"  # the metadata key a write names its speaker by, when its text has no "Name: " prefix
+MAX_SPEAKER_CHARS = 40  # a given speaker is a name: longer values (a sentence, a JSON dump) are not one
+
+
+def given_speaker(metadata: Mapping[str, Any] | None) -> str | None:
+    """The speaker a write gives beside its text, `metadata["speaker"]`, its whitespace collapsed, as given: a
+    non-empty string of at most `MAX_SPEAKER_CHARS` characters, else None."""
+    value = metadata.get(SPEAKER_KEY) if metadata else None
+    if not isinstance(value, str):
+        return None
+    name = " ".join(value.split())
+    return name if 0 < len(name) <= MAX_SPEAKER_CHARS else None
+
+
+def speaker_of(content: str, metadata: Mapping[str, Any] | None = None) -> str | None:
+    """Who said a memory, normalised ("caroline"): the speaker of its "Name: text" prefix, else the speaker given in
+    its `metadata` (`given_speaker`), else None. The one answer every rule that asks who said it uses."""
+    prefixed = _prefix_speaker(content)
+    if prefixed is not None:
+        return prefixed
+    name = given_speaker(metadata)
+    return _normal_name(name) if name is not None else None
+
+
+def attributed(content: str, metadata: Mapping[str, Any] | None = None) -> str:
+    """The text the engine reads a memory as: its content, or "Name: content" when its speaker is given only in
+    its `metadata`, as a chat log would show the turn (what its keyword document and embedding are made of). A
+    name the prefix rule cannot read back ("Élodie", "3PO") still counts everywhere but in the turn context of
+    `memory.pipeline.turns`, which asks the text itself."""
+    if _prefix_speaker(content) is not None:
+        return content
+    name = given_speaker(metadata)
+    return content if name is None else f"{name}: {content}"
+
+
+# English month names whatever the process locale (`%B` follows it)
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
+
+def date_words(at: datetime) -> str:
+    """The day of `at` (in its own zone) as a query names a date: "27 March 2023" (English month names; the
+    numbers also meet a Chinese "2023年3月27日")."""
+    return f"{at.day} {_MONTHS[at.month - 1]} {at.year}"
+
+
 # Each memory cue is computed only when a recall needs it; those read from the whole text are cached, since the
 # same candidates come back across recalls (contents are at most a few KB each).
 @lru_cache(maxsize=8192)
-def speaker_of(content: str) -> str | None:
+def _prefix_speaker(content: str) -> str | None:
     """The normalised speaker of a "Name: text" turn, else None."""
     return split_speaker(content)[0]
+
+
+@lru_cache(maxsize=1024)
+def _normal_name(name: str) -> str:
+    return normalize(name)
 
 
 def asks(content: str) -> bool:

@@ -5,8 +5,9 @@ The similarity part is a relevance relative to the best candidate of the same re
 1. hybrid relevance: the dense cosine, min-max scaled over the candidates, and the BM25 score over the best BM25
    score, mixed by `dense_share` (a convex mix of calibrated scores: unlike reciprocal-rank fusion it lets the
    stronger signal of a query decide, and on LoCoMo it beat both halves where rank fusion fell below BM25 alone);
-2. cues (`memory.cues`): a memory spoken by someone the query names is multiplied by 1 + `speaker`, and one
-   that says when something happened by 1 + `when` if the query asks when;
+2. cues (`memory.cues`): a memory spoken by someone the query names (its "Name: " prefix or the speaker given in
+   its metadata) is multiplied by 1 + `speaker`, and one that says when something happened by 1 + `when` if the
+   query asks when;
 3. conversation context: a memory that follows a matching one in its session (the answer to a matching question)
    is lifted by `context` times the match's relevance (twice that when the match asks a question), the memory
    before a match by a third of that, and every memory by `session` times the best relevance found in its
@@ -97,7 +98,7 @@ def cue_relevance(
     `notes`, one list per memory, receives the name of each cue that applied ("speaker", "when")."""
     lifted = []
     for i, (memory, value) in enumerate(zip(memories, relevance, strict=True)):
-        who = speaker_of(memory.content) if speaker else None
+        who = speaker_of(memory.content, memory.metadata) if speaker else None
         if who is not None and query.names(who):
             value *= 1 + speaker
             _note(notes, i, "speaker")

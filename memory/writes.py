@@ -6,7 +6,8 @@ embed (a dialogue turn in the context of the turn before it); then, holding the 
 re-check the repeat, detect conflicts, and store the memory and its shared copies in one batch carrying their
 intent before marking what they supersede (`memory.linking`). Concurrent writes of one namespace therefore
 leave one live memory per content and one current value per attribute, and a retry of an interrupted write
-completes it.
+completes it. Text is read as `memory.cues` reads it: "Name: text" when the speaker is given only in
+`metadata.speaker` (claims, vectors), the keyword document holding the day it happened; content stays as written.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import anyio.to_thread
 
 from memory import linking
 from memory.clock import Clock
+from memory.cues import attributed, date_words, speaker_of
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument
 from memory.ids import content_hash, new_memory_id
@@ -168,6 +170,7 @@ class MemoryWriter:
                 with_density=settings.density_filter and not draft.keep_as_is,
                 with_expiry=settings.time_bound_expiry and ttl is None,
                 with_importance=wants_rules,
+                speaker=speaker_of(content, metadata),
             )
         )
         if (analysed := analysis.notes()) is not None:
@@ -207,16 +210,19 @@ class MemoryWriter:
         return draft
 
     async def _embed(self, draft: Draft) -> None:
-        settings, content = self.pipeline, draft.memory.content
-        before = draft.previous.content if draft.previous is not None else None
+        """Vectors of the text as read (`memory.cues.attributed`) in its turn context; keywords with its day."""
+        settings, memory, previous = self.pipeline, draft.memory, draft.previous
+        content = attributed(memory.content, memory.metadata)
+        before = attributed(previous.content, previous.metadata) if previous is not None else None
         context_text = turns.dialogue_context(content, before, settings.turn_context_weight)
         own, *context = await self.embedder.embed_documents(
             [content] if context_text is None else [content, context_text]
         )
         draft.own = own
         draft.vector = turns.in_context(own, context[0], settings.turn_context_weight) if context else own
+        keywords = f"{content}\n{date_words(memory.created_at)}"
         draft.sparse = await anyio.to_thread.run_sync(
-            turns.keyword_vector, self.keywords, content, before, settings.turn_context_keyword_weight
+            turns.keyword_vector, self.keywords, keywords, before, settings.turn_context_keyword_weight
         )
 
     async def _repeat(self, scope: NamespaceScope, memory: Memory, request: WriteRequest) -> WriteOutcome | None:
@@ -256,6 +262,7 @@ class MemoryWriter:
                     draft.claims,
                     CpuBudget(CONFLICT_CPU_SECONDS),
                     subject=memory.source.subject,
+                    metadata=memory.metadata,
                 )
             )
             if decision.unexamined:  # the CPU budget ran out: those candidates are left as they are

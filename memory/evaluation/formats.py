@@ -8,7 +8,8 @@ caption as part of what was said ("[shared a photo: caption]"):
 - `header`: "[1:10 pm on 27 March, 2023] Speaker: text", the timestamp header agents commonly log turns with
   (LoCoMo's own session time format).
 - `occurred_at`: the utterance alone, "text", as an agent writes a user's own messages into that user's
-  namespace: the time is only in `occurred_at`, the speaker only in `metadata.speaker` (not searched).
+  namespace: the time is only in `occurred_at`, the speaker only in `metadata.speaker` (which the engine reads as
+  the turn's speaker: `memory.cues.speaker_of`).
 """
 
 from __future__ import annotations

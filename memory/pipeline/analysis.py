@@ -109,6 +109,7 @@ def analyse_write(
     with_expiry: bool = True,
     with_importance: bool = True,
     with_claims: bool = True,
+    speaker: str | None = None,
     budget_seconds: float = DEFAULT_BUDGET_SECONDS,
     budget: CpuBudget | None = None,
 ) -> WriteAnalysis:
@@ -118,8 +119,10 @@ def analyse_write(
     Steps run in this order, each only when asked for (`with_*`, as the pipeline settings and the request
     decide: no expiry from the text when a ttl is given, no density filter for forced or imported writes, no
     rule importance when the caller gives one): density, expiry, importance (told whether the text named a
-    coming day), claims. Pure and synchronous, for a worker thread; never raises for any text: a step the budget
-    does not allow is skipped and listed in `skipped` (see the module docstring for what a skip means)."""
+    coming day), claims (`speaker`: who said a content that has no "Name: " prefix, the write's `metadata.speaker`
+    as `memory.cues.speaker_of` reads it; first person is theirs). Pure and synchronous, for a worker thread;
+    never raises for any text: a step the budget does not allow is skipped and listed in `skipped` (see the
+    module docstring for what a skip means)."""
     started = time.thread_time()
     steps = _Steps(budget or CpuBudget(budget_seconds))
     b = steps.budget
@@ -128,7 +131,9 @@ def analyse_write(
     rated = None
     if with_importance:
         rated = steps.run("importance", lambda: importance.rate(content, time_bound=bound is not None, budget=b))
-    stated = steps.run("claims", lambda: tuple(claims.extract(content, budget=b))) if with_claims else None
+    stated = None
+    if with_claims:
+        stated = steps.run("claims", lambda: tuple(claims.extract(content, budget=b, speaker=speaker)))
     return WriteAnalysis(
         density=verdict,
         expiry=bound,

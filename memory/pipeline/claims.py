@@ -10,8 +10,9 @@ text gives it, and whether the text presents it as a change ("I moved to Paris",
 - what someone uses: "I/we use Y", "we switched/migrated (the X) to Y", "我们用Y", "我们换成/改用/迁移到Y";
 - preferences, with a polarity: "I like/love/enjoy/prefer Y", "I don't like / hate Y", "我喜欢Y", "我不喜欢Y".
 
-First-person claims belong to the speaker of a "Speaker: text" memory (record_turn writes "user: ..."), else to
-"user"; "the user ..." belongs to "user". So one person's "my name is" never conflicts with another's.
+First-person claims belong to the speaker of a "Speaker: text" memory (record_turn writes "user: ...") or the
+speaker `extract` is given (a write's `metadata.speaker`), else to "user"; "the user ..." belongs to "user". So
+one person's "my name is" never conflicts with another's.
 
 Linear in the text: at most `MAX_MATCHES_PER_SHAPE` matches of each shape are examined, and the change markers
 are searched once per text (a text repeating "I live in " cost 0.3 s before).
@@ -147,7 +148,7 @@ _ZH_NOUNS = "名字|电话号码|电话|手机号码|手机号|手机|邮箱|地
 # not a value but a description ("my favourite colour is too hard to pick", "我的公司很大", "我的城市在南方")
 _DESCRIPTION = re.compile(
     r"^(?:too|very|so|really|not|in|at|on|still|being|quite|pretty|kind\s+of|hard|difficult)\b|"
-    r"^(?:很|太|非常|真|挺|比较|不|有点|在|也|还|都|考虑|想|打算|准备|找|努力|要不要)",
+    r"^(?:很|太|非常|真|挺|比较|不|有点|在|也|还|都|考虑|思考|想|琢磨|犹豫|纠结|打算|准备|找|换|辞|努力|要不要)",
     _FLAGS,
 )
 _CHINESE: list[tuple[str, str, re.Pattern[str]]] = [
@@ -267,10 +268,13 @@ def purpose(value: str) -> str | None:
 MAX_MATCHES_PER_SHAPE = 16
 
 
-def extract(content: str, budget: CpuBudget | None = None) -> list[Claim]:
-    """The claims of `content`, at most one per attribute (the first statement of it wins). Linear in the text;
-    with a `budget`, raises `BudgetExhausted` when it runs out."""
-    speaker, body = split_speaker(content)
+def extract(content: str, budget: CpuBudget | None = None, speaker: str | None = None) -> list[Claim]:
+    """The claims of `content`, at most one per attribute (the first statement of it wins). `speaker` (normalised)
+    says who said a content without a "Name: " prefix (`memory.cues.speaker_of`: the write's `metadata.speaker`);
+    its first person is then that speaker's, as in a prefixed turn. Linear in the text; with a `budget`, raises
+    `BudgetExhausted` when it runs out."""
+    prefixed, body = split_speaker(content)
+    speaker = prefixed or speaker
     text = " ".join(nfkc(body).replace("’", "'").split())
     claims: dict[str, Claim] = {}
     strong_change: bool | None = None  # whether the text marks a change: searched once, when first needed

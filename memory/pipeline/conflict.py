@@ -7,8 +7,9 @@ similarity), decide, by rules:
   in Berlin" -> "I moved to Paris", "my favourite colour is blue" -> "... is green now", the same preference with
   the opposite polarity ("I like tea" -> "I don't like tea anymore"), or what someone uses when the new statement
   presents it as a change and names what changes ("we migrated billing to PostgreSQL" replaces "we use MySQL for
-  billing", never "... for analytics"). The subject of a first-person statement is its writer (the speaker of a
-  "Speaker: text" turn, else the memory's `source.subject`), so two writers' "I live in X" never meet. A change
+  billing", never "... for analytics"). The subject of a first-person statement is its speaker (who said it,
+  `memory.cues.speaker_of`: a "Speaker: text" prefix or the `metadata.speaker` given beside the text), else its
+  writer (the memory's `source.subject`), so two speakers' or writers' "I live in X" never meet. A change
   verb alone, a shared person, or embedding similarity alone never supersedes.
 - update in place only for the same statement: a near-duplicate (cosine >= `near_duplicate_similarity`) by the
   same writer and speaker that states the same named entities, numbers, dates and negations, with most
@@ -24,12 +25,14 @@ contradicts it, the old statement is stored already superseded by it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from itertools import islice
+from typing import Any
 
+from memory.cues import speaker_of
 from memory.models import Memory
 from memory.pipeline.budget import BudgetExhausted, CpuBudget, check
 from memory.pipeline.claims import PREFERENCE, SINGLE, USES, WEAK_CHANGE, Claim, extract, purpose
@@ -99,7 +102,8 @@ def _words(text: str) -> set[str]:
 
 class _Statement:
     """One text and what the rules read from it, each computed once when first needed (a write compares its
-    statement with up to 16 candidates: re-reading it for each cost up to 0.4 s on hostile text)."""
+    statement with up to 16 candidates: re-reading it for each cost up to 0.4 s on hostile text). Its `speaker` is
+    who said it (`memory.cues.speaker_of`: its "Name: " prefix, else the speaker given in its `metadata`)."""
 
     def __init__(
         self,
@@ -107,12 +111,13 @@ class _Statement:
         claims: Sequence[Claim] | None = None,
         budget: CpuBudget | None = None,
         writer: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         self.content = content
         self.writer = writer
+        self.speaker = speaker_of(content, metadata)
         self._budget = budget
         self._claims = {self._key(c): c for c in claims} if claims is not None else None
-        self._speaker: tuple[str | None] | None = None
         self._numbers: set[str] | None = None
         self._negations: int | None = None
         self._words: set[str] | None = None
@@ -123,7 +128,7 @@ class _Statement:
     def claims(self) -> dict[str, Claim]:
         if self._claims is None:
             check(self._budget)
-            self._claims = {self._key(c): c for c in extract(self.content, self._budget)}
+            self._claims = {self._key(c): c for c in extract(self.content, self._budget, self.speaker)}
         return self._claims
 
     def _key(self, claim: Claim) -> str:
@@ -153,13 +158,6 @@ class _Statement:
             core = "".join(sorted(_ZH_FILLER.sub("", body.lower()))) if has_cjk(body) else ""
             self._marks = (entities, marks, core)
         return self._marks
-
-    @property
-    def speaker(self) -> str | None:
-        if self._speaker is None:
-            check(self._budget)
-            self._speaker = (split_speaker(self.content)[0],)
-        return self._speaker[0]
 
     @property
     def numbers(self) -> set[str]:
@@ -318,15 +316,18 @@ def decide(
     budget: CpuBudget | None = None,
     budget_seconds: float | None = None,
     subject: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> ConflictDecision:
     """What to do with a new statement, given live memories of its namespace and kind with their similarity.
     With a `budget` of thread CPU time (or `budget_seconds`, a budget started here, in the thread that does the
     work), the candidates it does not reach are left alone and counted in `unexamined`: the decision stands on
     the closer ones (never raises for lack of budget). `subject` is the writer of the new statement (its token's
-    subject): first-person claims are the writer's, compared with each candidate's `source.subject`."""
+    subject): first-person claims are the writer's, compared with each candidate's `source.subject`. `metadata` is
+    the new statement's: a `speaker` given there is who said a content without a "Name: " prefix (first person is
+    theirs, as each candidate's is the speaker its own content or metadata names)."""
     if budget is None and budget_seconds is not None:
         budget = CpuBudget(budget_seconds)
-    statement = _Statement(content, claims, budget, subject)
+    statement = _Statement(content, claims, budget, subject, metadata)
     update: tuple[Memory, float] | None = None
     superseded: list[Superseded] = []
     newer: Superseded | None = None
@@ -338,7 +339,8 @@ def decide(
             continue
         try:
             check(budget)
-            old = _Statement(memory.content, budget=budget, writer=memory.source.subject if subject else None)
+            writer = memory.source.subject if subject else None
+            old = _Statement(memory.content, budget=budget, writer=writer, metadata=memory.metadata)
             if memory.updated_at > created_at:  # a newer memory: it may replace this statement, never the reverse
                 reason = _supersession(old, statement, similarity, settings)
                 if reason is not None and newer is None:

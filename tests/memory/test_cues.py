@@ -1,11 +1,24 @@
-"""Recall cues read from text: who a query names and whether it asks when; who spoke a memory, whether it asks
-a question and whether it says when (English and Chinese)."""
+"""Recall cues read from text: who a query names and whether it asks when; who spoke a memory (its "Name: "
+prefix or the speaker given in its metadata), whether it asks a question and whether it says when (English and
+Chinese)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
 import pytest
 
-from memory.cues import asks, ends_asking, query_cues, speaker_of, states_time
+from memory.cues import (
+    MAX_SPEAKER_CHARS,
+    asks,
+    attributed,
+    date_words,
+    ends_asking,
+    query_cues,
+    speaker_of,
+    states_time,
+)
 
 
 @pytest.mark.parametrize(
@@ -72,3 +85,42 @@ def test_a_turn_tells_its_speaker_and_whether_it_asks_or_ends_asking(
 )
 def test_a_turn_states_a_time_by_what_it_says_not_by_its_date_prefix(content: str, says_when: bool) -> None:
     assert states_time(content) is says_when
+
+
+@pytest.mark.parametrize(
+    ("content", "metadata", "speaker", "read_as"),
+    [
+        ("I went to a support group", {"speaker": "Caroline"}, "caroline", "Caroline: I went to a support group"),
+        ("我明天去北京", {"speaker": "小明"}, "小明", "小明: 我明天去北京"),
+        ("I went hiking", {"speaker": "  Mary   Ann \n"}, "mary ann", "Mary Ann: I went hiking"),
+        ("I went hiking", {"speaker": "Élodie"}, "élodie", "Élodie: I went hiking"),  # not only prefix-like names
+        # the text's own prefix wins over the metadata, and the text is read as written
+        ("Melanie: We got a cat", {"speaker": "Caroline"}, "melanie", "Melanie: We got a cat"),
+        ("[8 May 2023] Jon: I won", {"speaker": "Gina"}, "jon", "[8 May 2023] Jon: I won"),
+        # not a speaker: missing, empty, not a string, longer than a name
+        ("I went hiking", {}, None, "I went hiking"),
+        ("I went hiking", {"speaker": "   "}, None, "I went hiking"),
+        ("I went hiking", {"speaker": 7}, None, "I went hiking"),
+        ("I went hiking", {"speaker": ["Ana"]}, None, "I went hiking"),
+        ("I went hiking", {"speaker": "x" * (MAX_SPEAKER_CHARS + 1)}, None, "I went hiking"),
+    ],
+)
+def test_a_memory_is_said_by_its_prefix_else_by_the_speaker_given_in_its_metadata(
+    content: str, metadata: dict[str, Any], speaker: str | None, read_as: str
+) -> None:
+    assert (speaker_of(content, metadata), attributed(content, metadata)) == (speaker, read_as)
+
+
+def test_a_speaker_given_in_metadata_is_named_by_a_query_as_a_prefixed_one_is() -> None:
+    given = speaker_of("We adopted a puppy", {"speaker": "Melanie"})
+    prefixed = speaker_of("Melanie: We adopted a puppy")
+
+    assert given == prefixed == "melanie"
+    assert given is not None and query_cues("What pets does Melanie have?").names(given)
+
+
+def test_the_day_a_memory_happened_is_written_in_the_words_a_query_names_a_date_with_in_its_own_zone() -> None:
+    late_evening = datetime(2023, 2, 3, 23, 30, tzinfo=timezone(timedelta(hours=-8)))  # 4 February in UTC
+
+    assert date_words(late_evening) == "3 February 2023"
+    assert date_words(late_evening.astimezone(UTC)) == "4 February 2023"

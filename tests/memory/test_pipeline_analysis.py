@@ -84,3 +84,13 @@ def test_the_query_analysis_gives_the_keyword_vector_and_cues_and_skips_cues_las
     assert [s.step for s in starved.skipped] == ["keywords", "cues"]
     assert starved.keywords is None
     assert not starved.cues.asks_when and not starved.cues.words
+
+
+def test_the_claims_of_a_text_whose_speaker_is_given_beside_it_are_that_speakers() -> None:
+    given = analyse_write("I live in Berlin", MONDAY, speaker="caroline")
+    prefixed = analyse_write("Caroline: I live in Berlin", MONDAY)
+    unknown = analyse_write("I live in Berlin", MONDAY)
+
+    assert [c.attribute for c in given.claims] == [c.attribute for c in prefixed.claims] == ["caroline|lives_in"]
+    assert [c.attribute for c in unknown.claims] == ["user|lives_in"]
+    assert given.claims[0].first_person is False and unknown.claims[0].first_person is True

@@ -55,7 +55,9 @@ def test_a_change_names_what_it_changes(content: str, target: str) -> None:
     assert only(content).target == target
 
 
-@pytest.mark.parametrize("content", ["我最近在考虑找新工作", "我在想要不要换工作"])
+@pytest.mark.parametrize(
+    "content", ["我最近在考虑找新工作", "我在想要不要换工作", "最近我在思考换工作的问题", "我在犹豫要不要辞职换工作"]
+)
 def test_thinking_about_a_job_is_not_a_workplace(content: str) -> None:
     assert not any(c.attribute.endswith("works_at") for c in extract(content))
 

@@ -360,6 +360,40 @@ def test_the_speaker_of_a_turn_is_its_subject_whoever_wrote_it() -> None:
     assert superseded_texts(["小王: 我住在柏林"], "小李: 我搬到巴黎了") == []
 
 
+def decide_spoken(
+    old: tuple[str, str | None], new: tuple[str, str | None], similarity: float = 0.9
+) -> ConflictDecision:
+    """`decide` for a new text said by new[1] against an older one said by old[1], both written by the same writer
+    with the speaker given only in metadata (None: no speaker given)."""
+
+    def said_by(speaker: str | None) -> dict[str, str]:
+        return {} if speaker is None else {"speaker": speaker}
+
+    memory = make_memory(old[0], tenant="acme", metadata=said_by(old[1]))
+    return decide(new[0], LATER, [(memory, similarity)], SETTINGS, subject="agent-1", metadata=said_by(new[1]))
+
+
+@pytest.mark.parametrize(("old", "new"), [("I live in Berlin", "I moved to Paris"), ("我住在柏林", "我搬到巴黎了")])
+def test_two_speakers_given_in_metadata_never_supersede_each_other_and_one_speaker_does(old: str, new: str) -> None:
+    assert decide_spoken((old, "Bob"), (new, "Alice")).supersede == []
+    assert [s.memory.content for s in decide_spoken((old, "Bob"), (new, "Bob")).supersede] == [old]
+
+
+def test_a_speaker_given_in_metadata_is_the_same_subject_as_that_speakers_labelled_turn() -> None:
+    given = decide_spoken(("Bob: I live in Berlin", None), ("I moved to Paris", "Bob"))
+    other = decide_spoken(("Bob: I live in Berlin", None), ("I moved to Paris", "Alice"))
+
+    assert [s.memory.content for s in given.supersede] == ["Bob: I live in Berlin"]
+    assert other.supersede == []
+
+
+def test_the_same_words_said_by_two_speakers_given_in_metadata_are_not_merged() -> None:
+    words = "We went camping at the lake last weekend"
+
+    assert decide_spoken((words + "!", "Bob"), (words, "Alice"), 0.99).update is None
+    assert decide_spoken((words + "!", "Bob"), (words, "Bob"), 0.99).update is not None
+
+
 def test_a_named_third_person_is_the_subject_of_their_statements() -> None:
     assert superseded_texts(["Lisa lives in Berlin"], "Lisa moved to Paris") == ["Lisa lives in Berlin"]
     assert superseded_texts(["Lisa lives in Berlin"], "Anna moved to Paris") == []

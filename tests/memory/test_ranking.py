@@ -111,6 +111,18 @@ def test_a_memory_spoken_by_the_person_the_query_names_is_lifted_by_the_speaker_
     assert lifted == pytest.approx([0.7, 0.5, 0.5])
 
 
+def test_a_memory_whose_speaker_is_given_in_metadata_is_lifted_for_a_query_naming_that_speaker() -> None:
+    hers = make_memory("We got another cat", tenant="t", metadata={"speaker": "Melanie"})
+    his = make_memory("My cat is called Oscar", tenant="t", metadata={"speaker": "Caroline"})
+    nobodys = make_memory("Cats need a vet visit every year", tenant="t")
+
+    lifted = cue_relevance(
+        query_cues("What pets does Melanie have?"), [hers, his, nobodys], [0.5, 0.5, 0.5], speaker=0.4, when=0.2
+    )
+
+    assert lifted == pytest.approx([0.7, 0.5, 0.5])
+
+
 def test_a_memory_that_says_when_is_lifted_only_for_a_query_that_asks_when() -> None:
     dated = memory("Caroline: I went to the support group yesterday")
     undated = memory("Caroline: The support group was great")

@@ -1,5 +1,5 @@
 """Issue #13 through the real write path (MemoryService, embedded engine, WordLlama): `force` changes nothing else,
-and first person is the writer in a shared namespace."""
+and first person is the writer in a shared namespace, or the speaker a write gives in `metadata.speaker`."""
 
 from __future__ import annotations
 
@@ -61,3 +61,34 @@ async def test_two_writers_first_person_statements_in_a_shared_namespace_both_st
     paris_zh = await write(service, team, "我住在巴黎", "alice")
 
     assert paris.superseded == [] and paris_zh.superseded == []
+
+
+async def said(service: MemoryService, who: NamespaceScope, content: str, speaker: str) -> WriteOutcome:
+    """One agent writing a person's own words, the speaker only in metadata."""
+    request = WriteRequest(content=content, subject="agent", namespace="shared:team", metadata={"speaker": speaker})
+    return await service.write(who, request)
+
+
+async def test_two_speakers_i_live_in_x_given_in_metadata_in_one_namespace_do_not_supersede_each_other(
+    service: MemoryService, clock: ManualClock, team: NamespaceScope
+) -> None:
+    await said(service, team, "I live in Berlin", "Bob")
+    clock.advance(60)
+    paris = await said(service, team, "I live in Paris", "Alice")
+    await said(service, team, "我住在柏林", "小王")
+    clock.advance(60)
+    paris_zh = await said(service, team, "我住在巴黎", "小李")
+
+    assert paris.superseded == [] and paris_zh.superseded == []
+    assert paris.memory.attributes == ["alice|lives_in"]
+    assert paris.memory.content == "I live in Paris"  # stored as written
+
+
+async def test_one_speaker_given_in_metadata_supersedes_their_own_earlier_statement(
+    service: MemoryService, clock: ManualClock, team: NamespaceScope
+) -> None:
+    berlin = await said(service, team, "I live in Berlin", "Bob")
+    clock.advance(60)
+    paris = await said(service, team, "I moved to Paris", "Bob")
+
+    assert paris.superseded == [berlin.memory.id]

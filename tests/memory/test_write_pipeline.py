@@ -1,6 +1,6 @@
 """The write pipeline through `MemoryService` (real store, real embedder, `ManualClock`): chit-chat skipped,
 time-bound facts expiring, importance by rules, near-duplicates updated in place and contradicted facts
-superseded, in English and Chinese."""
+superseded, in English and Chinese; what is indexed beside the text (a speaker given in metadata, the day)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from memory.embedders import WordLlamaEmbedder
 from memory.errors import InvalidArgument
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.pipeline import PIPELINE_KEY, PipelineSettings
+from memory.pipeline.turns import in_context
 from memory.ports import RecallFilter
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
@@ -310,3 +311,64 @@ async def test_an_occurred_at_the_engine_could_not_read_back_is_refused_and_noth
         await write(service, me, "The meeting is tomorrow", occurred_at=moment)
 
     assert await everything(store, acme) == []
+
+
+# -- 5. what is indexed beside the text ------------------------------------------------------------------------
+
+
+async def test_a_memory_whose_speaker_is_given_in_metadata_is_recalled_for_a_question_naming_that_speaker(
+    service: MemoryService, me: NamespaceScope
+) -> None:
+    for text, speaker in [("We adopted a puppy last month", "Melanie"), ("We adopted a kitten last month", "Caroline")]:
+        await write(service, me, text, metadata={"speaker": speaker})
+
+    [top, other] = await service.recall(me, RecallRequest(query="What pet did Melanie adopt?", top_k=2, explain=True))
+
+    assert top.memory.content == "We adopted a puppy last month"  # stored as written, no name added
+    assert "speaker" in top.scores.cues and "speaker" not in other.scores.cues
+    assert top.scores.keyword is not None and other.scores.keyword is not None
+    assert top.scores.keyword > other.scores.keyword  # her name is in its keyword document
+
+
+async def test_a_speaker_given_in_metadata_counts_only_when_the_text_has_no_speaker_of_its_own(
+    service: MemoryService, me: NamespaceScope
+) -> None:
+    await write(service, me, "Jon: We opened the studio", metadata={"speaker": "Melanie"})
+
+    [hit] = await service.recall(me, RecallRequest(query="What did Melanie open?", top_k=1, explain=True))
+
+    assert "speaker" not in hit.scores.cues
+
+
+async def test_turns_whose_speakers_are_given_in_metadata_are_embedded_in_the_context_of_the_turn_before(
+    service: MemoryService, store: EdgeVectorStore, embedder: WordLlamaEmbedder, me: NamespaceScope
+) -> None:
+    question = await write(service, me, "Did you send the report?", session_id="chat", metadata={"speaker": "Ana"})
+    answer = await write(service, me, "Yes, to Maria", session_id="chat", metadata={"speaker": "Jon"})
+
+    # stored as the turn "Jon: Yes, to Maria" mixed with the turn "Ana: Did you send the report?" it answers
+    own, before = await embedder.embed_documents(["Jon: Yes, to Maria", "Ana: Did you send the report?"])
+    expected = in_context(own, before, service.pipeline.turn_context_weight)
+    hits = await store.search(me, ("user:1",), expected, 2, RecallFilter(now=START, session_id="chat"))
+    assert answer.memory.follows == question.memory.id
+    assert hits[0].memory.id == answer.memory.id
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-4)
+
+
+async def test_a_question_naming_a_date_finds_what_was_said_that_day_in_the_writers_zone(
+    service: MemoryService, me: NamespaceScope
+) -> None:
+    pacific = timezone(timedelta(hours=-8))
+    said = {  # the lamp is bought late on 3 February in the writer's zone: already 4 February in UTC
+        "I bought a new lamp for the studio": datetime(2023, 2, 3, 23, 30, tzinfo=pacific),
+        "I bought a new rug for the studio": datetime(2023, 2, 4, 10, 0, tzinfo=pacific),
+    }
+    for text, at in said.items():
+        await write(service, me, text, occurred_at=at)
+
+    assert await recalled(service, me, "What did I buy on 3 February, 2023?", top_k=1) == [
+        "I bought a new lamp for the studio"
+    ]
+    assert await recalled(service, me, "What did I buy on February 4 2023?", top_k=1) == [
+        "I bought a new rug for the studio"
+    ]
