@@ -160,6 +160,14 @@ class _Statement:
         return self._marks
 
     @property
+    def lead(self) -> str | None:
+        """The first name the text states (stemmed), when it opens with one: who a third-person statement is
+        about ("Caroline expresses ..."); None for "I ..." or a text that opens with anything else."""
+        match = _ENTITY.match(nfkc(split_speaker(self.content)[1]).lstrip())
+        word = stem(match.group(0).lower()) if match else None
+        return word if word is not None and word not in STOPWORDS else None
+
+    @property
     def numbers(self) -> set[str]:
         if self._numbers is None:
             check(self._budget)
@@ -203,7 +211,7 @@ def _claim_conflict(
     if similarity < settings.attribute_similarity:
         return None
     changed = f"{new.attribute} changed from {old.value!r} to {new.value!r}"
-    if new.kind == SINGLE and new.value != old.value:
+    if new.kind == SINGLE and new.value != old.value and not _extends(new.value, old.value):
         return changed
     if new.kind == PREFERENCE and new.positive != old.positive:
         return f"{new.attribute} turned {'positive' if new.positive else 'negative'}"
@@ -222,6 +230,13 @@ def _claim_conflict(
         if WEAK_CHANGE.search(content) and similarity >= settings.marker_similarity:  # "we use Teams now"
             return changed
     return None
+
+
+def _extends(a: str, b: str) -> bool:
+    """Whether one value is the other said with more words after it ("berlin" / "berlin with my two cats"): the
+    same value, not a new one."""
+    shorter, longer = sorted((a, b), key=len)
+    return longer.startswith(shorter) and not longer[len(shorter)].isalnum()
 
 
 def _supersession(new: _Statement, old: _Statement, similarity: float, settings: PipelineSettings) -> str | None:
@@ -300,6 +315,8 @@ def _near_duplicate(new: _Statement, old: _Statement, similarity: float, setting
         return False
     # a name one states and the other does not mention ("Every Tuesday we ..." / "We ... every Tuesday" is fine)
     if new_entities - old.plain or old_entities - new.plain:
+        return False
+    if new.lead and old.lead and new.lead != old.lead:  # "Caroline thanks Melanie" / "Melanie thanks Caroline"
         return False
     if new_core != old_core:  # Chinese: the same characters (in any order) once fillers are set aside
         return False

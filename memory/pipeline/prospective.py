@@ -13,8 +13,10 @@ A time phrase makes a memory expire only when its sentence looks ahead. This mod
   opinion       advice or an opinion about a plan ("a trip this weekend is a great idea", "周末去旅游是一个很好的方式")
   question      a question ("are you free tomorrow?", "明天有空吗"): an offer or a query, not the writer's plan
   today_is      a weekday that names the statement's own day ("today is Sunday", "今天是星期天")
-  holds more    a lasting fact in the plan's own sentence ("our opener is next week in Seattle, a city he loves")
-                or the plan as one item of several ("I'm also hosting a competition next month")
+  holds more    a lasting fact in the plan's own sentence ("our opener is next week in Seattle, a city he loves"),
+                an event or a project beside it ("gets accepted to the program and will leave next month",
+                "working on opening a studio, opening night tomorrow"), or the plan as one item of several
+                ("I'm also hosting a competition next month")
   beside        a lasting fact (a preference, an identity, a job, "I've always") or a past event in any other
                 sentence of the memory: the whole memory keeps, since hiding the plan would hide them
 and the one that says yes, `cue`: a word of intent, obligation or appointment ("will", "going to", "plan",
@@ -67,6 +69,11 @@ LASTING = re.compile(
     r"\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:a|an)\s+(?!bit\b|little\b|lot\b)|"
     r"喜欢|爱好|最爱|热爱|讨厌|一直|我是|职业",
     re.IGNORECASE,
+)
+# An event or a project beside the plan in its own sentence ("Tim gets accepted to the program and will leave next
+# month", "Jon is working on opening a studio, opening night tomorrow"): it outlasts the day.
+EVENT = re.compile(
+    r"\b(?:gets?|got|was|were|has\s+been|have\s+been)\s+\w{2,}[^e\W]ed\b|\bworking\s+on\b", re.IGNORECASE
 )
 # The plan is one item of several news ("I'm also hosting a competition next month", "另外，我下周要出差"): the
 # memory holds more than the plan, so hiding it with the plan is not sure.
@@ -143,8 +150,10 @@ class Reading:
         refused = refused or _RECURRING.search(sentence) or _TALK.search(sentence) or _OPINION.search(sentence)
         past, cue = bool(PAST.search(sentence)), bool(_CUE.search(sentence))
         # a question states no fact
-        lasting = not question and bool(LASTING.search(sentence) or PAST_BESIDE.search(sentence))
-        holds_more = bool(LASTING.search(sentence) or AMONG_OTHERS.search(sentence))
+        lasting = not question and bool(
+            LASTING.search(sentence) or PAST_BESIDE.search(sentence) or EVENT.search(sentence)
+        )
+        holds_more = bool(LASTING.search(sentence) or EVENT.search(sentence) or AMONG_OTHERS.search(sentence))
         return cls(past, bool(refused) or question, cue, lasting, holds_more)
 
 

@@ -115,6 +115,8 @@ def test_a_contradicting_statement_on_the_same_subject_supersedes(old: str, new:
         ("Caroline: my name is Caroline", "Melanie: my name is Melanie"),  # other people
         ("The team meeting is on Monday", "Melanie: the team meeting moved to Tuesday"),  # another speaker
         ("The dentist is on Monday", "The parcel moved to a new depot"),  # nothing in common
+        ("I live in Berlin with my two cats", "I live in Berlin, with my two cats"),  # the same city, said again
+        ("I work at Google", "I work at Google with a great team"),
     ],
 )
 def test_statements_that_can_both_hold_do_not_supersede(old: str, new: str) -> None:
@@ -414,6 +416,11 @@ def test_a_named_third_person_is_the_subject_of_their_statements() -> None:
         ("We deploy every Tuesday", "We deploy every Thursday"),
         ("I like tea", "I don't like tea"),
         ("我喜欢喝茶", "我不喜欢喝茶"),
+        # the same names, other roles (LoCoMo observations of one session)
+        (
+            "Caroline expresses appreciation for her friendship with Melanie.",
+            "Melanie values friendship with Caroline and expresses appreciation for it.",
+        ),
     ],
 )
 def test_statements_differing_in_entity_number_date_or_negation_are_never_merged(old: str, new: str) -> None:
@@ -424,6 +431,7 @@ def test_statements_differing_in_entity_number_date_or_negation_are_never_merged
     ("old", "new"),
     [
         ("We deploy to production every Tuesday", "Every Tuesday we deploy to production"),
+        ("Maria volunteers at a homeless shelter.", "Maria volunteers at a homeless shelter, driven to help."),
         ("我喜欢简短的回答", "我更喜欢简短一点的回答"),
         ("我最喜欢的乐队是五月天", "五月天是我最喜欢的乐队"),
     ],

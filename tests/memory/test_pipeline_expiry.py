@@ -138,6 +138,9 @@ def test_the_tense_that_counts_is_the_phrases_own_sentence_and_future_only_phras
         "I'm a shooting guard for the team and our season opener is next week - so excited!",
         "I want to go to Spain next month. I've always loved Spanish culture, music, and cuisine.",
         "我下个月想去西班牙旅行。我一直很喜欢西班牙的文化，音乐和美食。",
+        # an event or a project in the plan's own sentence (LoCoMo's own notes)
+        "Tim gets accepted to a Study Abroad program in school and will leave next month to spend the semester.",
+        "Jon is working on opening a dance studio, with the official opening night being tomorrow.",
     ],
 )
 def test_a_plan_beside_a_past_event_or_a_lasting_fact_never_expires_for_hiding_it_would_hide_them(
