@@ -29,7 +29,7 @@ from types import ModuleType
 import anyio
 import anyio.to_thread
 
-from bench import corpus, decisions, hostile, isolation
+from bench import corpus, decisions, expired_plans, hostile, isolation
 from bench.config import (
     Config,
     Results,
@@ -240,6 +240,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("hostile text: CPU per text rule and per in-process write and recall", hostile),
     ("write decisions: the labelled set and whole corpora through the write path", decisions),
     ("hostile tenant: another tenant's latency over HTTP MCP during an attack", isolation),
+    ("passed plans: LoCoMo recall with passed plans hidden and kept", expired_plans),
 )
 
 
