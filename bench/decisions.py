@@ -282,11 +282,13 @@ def _held_out(results: DecisionResults, held_out: Sequence[Judged]) -> list[str]
     """The cases tagged held-out: a census of every hide on a corpus no rule was written or changed for, labelled
     before the rules were looked at again (`bench/decision_census.py`)."""
     lines = [
-        f"Held out ({len(held_out)} cases, tag `{HELD_OUT}`): every hide of the pipeline on text no rule was "
-        "written for, LoCoMo's own third-person notes of each session (`python -m bench.decision_census --corpus "
-        "locomo-observations --corpus locomo-events --corpus locomo-summaries`: 1,210 observations, 303 events, "
-        "128 session summaries), labelled before any rule was looked at for them (bench/FINDINGS.md has the "
-        "first-look figures). Decisions taken on them now:",
+        f"Held out ({len(held_out)} cases, tag `{HELD_OUT}`): statements no rule was written for, labelled before "
+        "any rule was looked at for them: every hide of the pipeline on LoCoMo's own third-person notes of each "
+        "session (`python -m bench.decision_census --corpus locomo-observations --corpus locomo-events --corpus "
+        "locomo-summaries`: 1,210 observations, 303 events, 128 session summaries), and bilingual chat messages "
+        "and assistant notes written and labelled by someone who had not seen the rules (tag `blind`). Once "
+        "measured they served to mend the rules, so these figures are after that; bench/FINDINGS.md has the "
+        "first-look ones. Decisions taken on them now:",
         "",
         _row(["decision", "labelled", "decided", "right", "precision"]),
         _row(["---", "---:", "---:", "---:", "---:"]),

@@ -183,6 +183,16 @@ _RULES: list[Rule] = [
         lambda m, t: _coming(_WEEKDAYS_ZH[m.group(1)], t),
     ),
     (
+        "weekday_next_week",
+        re.compile(rf"\b({_WD})\s+(?:of\s+)?next\s+week\b"),
+        lambda m, t: _week_start(t) + timedelta(days=7 + _WEEKDAYS_EN[m.group(1).lower()]),
+    ),
+    (
+        "day_next_month",
+        re.compile(rf"下(?:个)?月\s*({_ZH_NUM})\s*[号日]"),
+        lambda m, t: _full_date(t.year + t.month // 12, t.month % 12 + 1, _number(m.group(1))),
+    ),
+    (
         "next_weekend",
         re.compile(r"\bnext\s+weekend\b|下(?:个)?周末"),
         lambda m, t: _week_start(t) + timedelta(days=13),
@@ -194,7 +204,7 @@ _RULES: list[Rule] = [
     ),
     (
         "next_week",
-        re.compile(r"\bnext\s+week\b|下(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])"),
+        re.compile(r"(?<!day\s)(?<!day\sof\s)\bnext\s+week\b|下(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])"),
         lambda m, t: _week_start(t) + timedelta(days=13),
     ),
     (
@@ -209,7 +219,7 @@ _RULES: list[Rule] = [
     ),
     (
         "next_month",
-        re.compile(r"\bnext\s+month\b|下(?:个)?月"),
+        re.compile(rf"\bnext\s+month\b|下(?:个)?月(?!\s*(?:{_ZH_NUM})\s*[号日])"),
         lambda m, t: _month_end(t.year + t.month // 12, t.month % 12 + 1),
     ),
     (
@@ -262,7 +272,7 @@ _RULES = [(name, re.compile(pattern.pattern, re.IGNORECASE), fn) for name, patte
 # also name the current or a past one, which the tense of their sentence decides.
 _AHEAD_ONLY = frozenset(
     {"day_after_tomorrow", "tomorrow", "in_three_days", "in_two_days", "next_weekday", "next_weekend", "next_week"}
-    | {"next_month"}
+    | {"next_month", "weekday_next_week", "day_next_month"}
 )
 # An offset from now unless the sentence is in the past tense, where it is a duration ("finished it in 3 days").
 _OFFSET = frozenset({"in_days", "in_hours"})
@@ -291,6 +301,8 @@ _NEEDLES: list[tuple[str, ...]] = [
     _WEEKDAY_NEEDLES,
     ("这", "本"),
     ("周", "星期", "礼拜"),
+    ("next",),
+    ("下",),
     ("weekend", "周末"),
     ("weekend", "周末"),
     ("next", "下"),

@@ -67,7 +67,9 @@ LASTING = re.compile(
     r"work\s+(?:as|at|for)|works\s+(?:as|at|for)|my\s+(?:job|career|profession))\b|"
     r"\b(?:i|we|he|she|they)(?:'ve|\s+have|\s+has)?\s+(?:really\s+|also\s+|still\s+|always\s+)?(?:like|likes|always)\b|"
     r"\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:a|an)\s+(?!bit\b|little\b|lot\b)|"
-    r"喜欢|爱好|最爱|热爱|讨厌|一直|我是|职业",
+    r"\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:vegan|vegetarian|allergic|diabetic|pregnant|retired|married|divorced)\b|"
+    r"\b(?:i|we)\s+(?:teach|coach|own|run\s+a|manage)\b|"
+    r"喜欢|爱好|(?<!可)爱(?!心)|讨厌|一直|我是|职业|我在[^，。！？,.!?]{1,12}(?:当|教|工作|上班)",
     re.IGNORECASE,
 )
 # An event or a project beside the plan in its own sentence ("Tim gets accepted to the program and will leave next
@@ -104,11 +106,14 @@ _TALK = re.compile(
     re.IGNORECASE,
 )
 # Advice or an opinion about a plan ("going on a trip this weekend is a great idea", "周末去旅游是一个很好的
-# 方式"): said of someone's plan, not the writer's own.
+# 方式", "I think leaving at 5am tomorrow is too early", "我觉得小李下周去西藏有点冒险"): said of a plan, hedged or
+# someone else's, not the writer's own.
 _OPINION = re.compile(
     r"\b(?:is|are|sounds?|seems?)\s+(?:like\s+)?(?:a\s+|an\s+)?(?:really\s+|very\s+|such\s+a\s+)?"
     r"(?:good|great|nice|wonderful|fantastic|excellent|perfect)\s+(?:idea|choice|way|option)\b"
-    r"|是(?:一个|一种|个)?(?:很|非常|挺|特别|不错)?(?:好|不错|棒|理想)的(?:选择|方式|主意|办法|方法)|建议你|推荐你|你可以",
+    r"|\bi\s+(?:think|believe|guess|feel\s+like)\b|\bin\s+my\s+opinion\b"
+    r"|是(?:一个|一种|个)?(?:很|非常|挺|特别|不错)?(?:好|不错|棒|理想)的(?:选择|方式|主意|办法|方法)|建议你|推荐你|你可以"
+    r"|我觉得|我认为|我感觉|我看",
     re.IGNORECASE,
 )
 _QUESTION = re.compile(r"[?？]|吗|呢")

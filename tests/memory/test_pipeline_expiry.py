@@ -141,6 +141,11 @@ def test_the_tense_that_counts_is_the_phrases_own_sentence_and_future_only_phras
         # an event or a project in the plan's own sentence (LoCoMo's own notes)
         "Tim gets accepted to a Study Abroad program in school and will leave next month to spend the semester.",
         "Jon is working on opening a dance studio, with the official opening night being tomorrow.",
+        # a diet, a job or a love in the plan's own sentence (a blind-written held-out set)
+        "I'm vegan, so for the team dinner on Thursday I'll have to check the menu first.",
+        "I teach 8th grade math and parent conferences are next week, so I'm swamped.",
+        "我在医院急诊科当护士，明天又是夜班。",
+        "我超爱成都，下个月又要去了。",
     ],
 )
 def test_a_plan_beside_a_past_event_or_a_lasting_fact_never_expires_for_hiding_it_would_hide_them(
@@ -171,6 +176,8 @@ def test_talk_about_the_conversation_itself_is_no_plan(content: str) -> None:
         "周末出去旅游是一个非常好的方式，有助于放松身心。",
         "星期天去看电影是一个很好的选择。",
         "Going hiking this weekend is a great idea.",
+        "Marco wants to leave for the airport at 5am tomorrow, which I think is way too early.",
+        "我觉得小李下周去西藏有点冒险。",
     ],
 )
 def test_an_opinion_about_a_plan_is_not_the_writer_s_plan(content: str) -> None:
@@ -198,6 +205,10 @@ def test_a_duration_an_idiom_or_a_habit_is_no_plan(content: str) -> None:
         ("今天是星期天，我准备去看电影。", end_of(2026, 5, 4)),
         ("Today is Sunday and I'm planning to watch a movie. Any recommendations?", end_of(2026, 5, 4)),
         ("好的，谢谢你的建议，那今天晚上我去和朋友一起看电影。再见！", end_of(2026, 5, 4)),
+        # a weekday of next week, a day of next month: that day, not the end of the week or month
+        ("Job interview at Stripe on Tuesday next week, 2pm.", end_of(2026, 5, 12)),
+        ("The team offsite is Wednesday and Thursday next week, in Napa.", end_of(2026, 5, 14)),
+        ("下个月五号要还信用卡。", end_of(2026, 6, 5)),
     ],
 )
 def test_plans_beside_chit_chat_and_questions_still_expire(content: str, expires: datetime) -> None:
