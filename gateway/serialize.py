@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memory.models import Memory, RecallHit, WorkingMemory
+from memory.linking import pipeline_notes
+from memory.models import Memory, RecallHit, WorkingMemory, WriteOutcome
 
 # The fields of an exported record (`memory_json`), and those of them that are times
 RECORD_FIELDS = frozenset(
@@ -65,6 +66,21 @@ def hit_json(hit: RecallHit, explain: bool) -> dict[str, Any]:
             body["scores"]["keyword"] = round(parts.keyword, 6)
         body["scores"]["cues"] = list(parts.cues)
     return body
+
+
+def write_explanation(outcome: WriteOutcome) -> dict[str, Any]:
+    """What each step of the write pipeline decided for one write (`explain` on `write_memory`): its notes from
+    `metadata._pipeline` (density, expiry with its rule and phrase, importance with its source, conflicts with
+    their reasons, steps skipped for the CPU budget), and what they set."""
+    memory = outcome.memory
+    return {
+        "stored": outcome.stored,
+        "reason": outcome.reason,
+        "importance": memory.importance,
+        "expires_at": iso(memory.expires_at),
+        "superseded": outcome.superseded,
+        "pipeline": pipeline_notes(memory),
+    }
 
 
 def session_json(session: WorkingMemory) -> dict[str, Any]:

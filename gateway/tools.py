@@ -13,7 +13,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from gateway.runtime import Runtime
-from gateway.serialize import hit_json, memory_json, session_json
+from gateway.serialize import hit_json, memory_json, session_json, write_explanation
 from gateway.tool_support import ToolRunner
 from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest, WriteRequest
 from memory.scope import NamespaceScope
@@ -60,6 +60,9 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             ),
         ] = None,
         force: Annotated[bool, Field(description="Store even if an identical memory exists.")] = False,
+        explain: Annotated[
+            bool, Field(description="Also return what each rule decided (chit-chat, expiry, importance, conflicts).")
+        ] = False,
         request_id: RequestId = None,
     ) -> CallToolResult:
         """Save something worth remembering beyond this conversation: a fact about the user, a decision, a
@@ -78,6 +81,7 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             "share_to": share_to,
             "metadata": metadata,
             "force": force,
+            "explain": explain,
             "request_id": request_id,
         }
 
@@ -108,6 +112,8 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             }
             if outcome.reason:
                 body["reason"] = outcome.reason
+            if explain:
+                body["explain"] = write_explanation(outcome)
             return body
 
         return await runner.run("write_memory", SCOPE_WRITE, op, mutation=arguments)
@@ -193,6 +199,10 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
         namespace: Annotated[str | None, Field(description="Only this namespace; omit for all readable.")] = None,
         kind: Annotated[Kind | None, Field(description="Only this kind.")] = None,
         include_deleted: Annotated[bool, Field(description="Also list forgotten memories.")] = False,
+        hidden: Annotated[
+            Literal["expired", "superseded", "merged", "forgotten"] | None,
+            Field(description="Only memories the engine hid in this state, each with its reason in metadata."),
+        ] = None,
         limit: Annotated[int | None, Field(description="Page size (1-200, default 50).")] = None,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
     ) -> CallToolResult:
@@ -203,7 +213,12 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             page = await rt.memories.list(
                 scope,
                 ListRequest(
-                    namespace=namespace, kind=kind, include_deleted=include_deleted, limit=limit, cursor=cursor
+                    namespace=namespace,
+                    kind=kind,
+                    include_deleted=include_deleted,
+                    limit=limit,
+                    cursor=cursor,
+                    hidden=hidden,
                 ),
             )
             return {"memories": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
 
+from memory.hidden import EXPIRED_REASON
 from memory.models import Memory, MemoryKind
 from memory.requests import ListRequest
 from memory.scope import NamespaceScope
@@ -53,7 +54,9 @@ async def expire(service: MemoryService, scope: NamespaceScope, namespace: str) 
     now = service.clock.now()
     expired = [m.id async for m in live_memories(service, scope, namespace) if m.expires_at and m.expires_at <= now]
     for memory_id in expired:
-        await service.forget(scope, memory_id, "expired")
+        await service.forget(scope, memory_id, EXPIRED_REASON)
+    if expired:
+        service.on_hidden("expired", len(expired))
     return expired
 
 

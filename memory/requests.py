@@ -55,6 +55,7 @@ class ListRequest:
     include_deleted: bool = False
     limit: int | None = None
     cursor: str | None = None
+    hidden: str | None = None  # only memories hidden in this state (`memory.hidden.HIDDEN_STATES`)
 
 
 @dataclass(frozen=True, slots=True)

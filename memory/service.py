@@ -24,6 +24,7 @@ from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
 from memory.feedback import feedback_query, with_feedback
+from memory.hidden import HideObserver, check_hidden_state, ignore_hides, list_hidden, tell_write_hides
 from memory.ids import parse_memory_id
 from memory.locking import InProcessNamespaceLocks
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, WriteOutcome
@@ -75,6 +76,7 @@ class MemoryService:
         self.importance_rater = importance_rater  # the optional LLM of write step 3 (rules without it)
         self.keywords = Bm25Encoder()
         self.access = AccessRecorder(store, clock)
+        self.on_hidden: HideObserver = ignore_hides  # told of each hide (`memory.hidden`); the gateway counts them
         self.locks: NamespaceLocks = locks or InProcessNamespaceLocks()
         self.writer = MemoryWriter(
             store, embedder, clock, self.limits, self.pipeline, self.keywords, self.locks, importance_rater
@@ -96,7 +98,9 @@ class MemoryService:
     # -- write -----------------------------------------------------------------------------------------------
     async def write(self, scope: NamespaceScope, request: WriteRequest) -> WriteOutcome:
         """Store one memory through the write pipeline (`memory.writes`)."""
-        return await self.writer.write(scope, request)
+        outcome = await self.writer.write(scope, request)
+        tell_write_hides(outcome, self.on_hidden)
+        return outcome
 
     # -- recall ----------------------------------------------------------------------------------------------
     async def recall(self, scope: NamespaceScope, request: RecallRequest) -> list[RecallHit]:
@@ -195,7 +199,12 @@ class MemoryService:
         kind: MemoryKind | None = None if request.kind is None else check_kind(request.kind)
         limit = check_limit(request.limit, self.limits)
         after = decode_cursor(request.cursor)
-        memories, next_id = await self.store.list(
-            scope, ListQuery(namespaces, kind, bool(request.include_deleted), limit, after)
-        )
+        hidden = check_hidden_state(request.hidden)
+        if hidden is None:
+            memories, next_id = await self.store.list(
+                scope, ListQuery(namespaces, kind, bool(request.include_deleted), limit, after)
+            )
+        else:
+            query = ListQuery(namespaces, kind, True, limit, after)
+            memories, next_id = await list_hidden(self.store, scope, query, hidden, self.clock.now())
         return MemoryPage(await as_seen_by(self.store, scope, memories), encode_cursor(next_id))

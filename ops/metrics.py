@@ -113,6 +113,13 @@ class Metrics:
             "hindsight_background_rounds", "Rounds of each background loop, failed or not (flat: the loop is stuck).",
             ["task"], registry=self.registry,
         )  # fmt: skip
+        self.memories_hidden = Counter(
+            "hindsight_memories_hidden",
+            "Memories the engine hid, by reason: skipped (chit-chat, nothing stored), merged (updated in place by a"
+            " near-duplicate), superseded, expired (a passed plan).",
+            ["reason"],
+            registry=self.registry,
+        )
         self.undecodable = Gauge(
             "hindsight_undecodable_memories",
             "Stored memories skipped on read because their payload could not be decoded (since the process started).",
@@ -122,6 +129,10 @@ class Metrics:
 
     def labels(self, tenant: str | None) -> dict[str, str]:
         return {"tenant": tenant or ""} if self.tenant_label else {}
+
+    def count_hidden(self, reason: str, count: int) -> None:
+        """The engine's hide observer (`memory.hidden`): `count` memories hidden for `reason`."""
+        self.memories_hidden.labels(reason=reason).inc(count)
 
     def observe_tool(self, tool: str, outcome: str, seconds: float, tenant: str | None) -> None:
         self.tool_calls.labels(tool=tool, outcome=outcome, **self.labels(tenant)).inc()

@@ -1,0 +1,85 @@
+"""Memories the engine hides, and why: the hidden state of a stored memory (for `list_memories(hidden=...)`) and
+the hides each write and each expiry pass makes (told to an observer: the gateway counts them as
+`hindsight_memories_hidden_total{reason}`).
+
+A write hides something when it skips its text as chit-chat (nothing stored: `skipped`), updates a near-duplicate
+in place (the older wording is replaced, kept in `metadata._pipeline.conflict.previous_content`: `merged`), or
+marks older memories superseded (`superseded`, one per memory, a statement stored already superseded by a newer
+one included). Maintenance hides a passed plan (`expired`). An exact repeat hides nothing: the same text is
+stored already. Every stored hidden memory stays listable in its state and restorable; a skipped write stored
+nothing and is visible only in its answer, the audit log and the counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+
+from memory.errors import InvalidArgument
+from memory.linking import pipeline_notes
+from memory.models import Memory, WriteOutcome, WriteStatus
+from memory.ports import ListQuery, VectorStore
+from memory.scope import NamespaceScope
+
+HIDE_REASONS = ("skipped", "merged", "superseded", "expired")
+HIDDEN_STATES = ("expired", "superseded", "merged", "forgotten")
+EXPIRED_REASON = "expired"  # the delete reason maintenance gives a passed plan
+SCAN_PAGES = 20  # store pages one `list_hidden` call reads at most
+
+HideObserver = Callable[[str, int], None]  # (reason, how many)
+
+
+def ignore_hides(reason: str, count: int) -> None:
+    """The observer of an engine nobody counts for."""
+
+
+def check_hidden_state(value: object) -> str | None:
+    if value is None:
+        return None
+    if value not in HIDDEN_STATES:
+        raise InvalidArgument(f"hidden must be one of: {', '.join(HIDDEN_STATES)}")
+    return str(value)
+
+
+def is_in_state(memory: Memory, state: str, now: datetime) -> bool:
+    """Whether `memory` is hidden in `state`: expired (its expiry passed, or forgotten as expired), superseded,
+    merged (updated in place by a near-duplicate: its earlier wording is in its notes) or forgotten (otherwise)."""
+    expired = memory.expires_at is not None and memory.expires_at <= now
+    if state == "expired":
+        return expired or memory.delete_reason == EXPIRED_REASON
+    if state == "superseded":
+        return memory.superseded_by is not None
+    if state == "merged":
+        conflict = pipeline_notes(memory).get("conflict")
+        return isinstance(conflict, dict) and conflict.get("action") == "updated"
+    return memory.deleted_at is not None and memory.delete_reason != EXPIRED_REASON
+
+
+def tell_write_hides(outcome: WriteOutcome, observe: HideObserver) -> None:
+    """Tell `observe` what one write hid (see the module docstring)."""
+    if outcome.status is WriteStatus.SKIPPED and not outcome.stored:
+        observe("skipped", 1)
+    if outcome.status is WriteStatus.UPDATED:
+        observe("merged", 1)
+    superseded = len(outcome.superseded) + (outcome.memory.superseded_by is not None)
+    if superseded and outcome.stored:
+        observe("superseded", superseded)
+
+
+async def list_hidden(
+    store: VectorStore, scope: NamespaceScope, query: ListQuery, state: str, now: datetime
+) -> tuple[list[Memory], str | None]:
+    """Up to `query.limit` memories hidden in `state`, in creation order, and the id to go on after: at most
+    `SCAN_PAGES` store pages are read per call, so a long run of other memories answers a short page (or none)
+    with a cursor to go on from."""
+    found: list[Memory] = []
+    after = query.after
+    for _ in range(SCAN_PAGES):
+        page, after = await store.list(
+            scope, replace(query, include_deleted=True, limit=query.limit - len(found), after=after)
+        )
+        found += [m for m in page if is_in_state(m, state, now)]
+        if after is None or len(found) >= query.limit:
+            break
+    return found, after
