@@ -20,6 +20,7 @@ from pathlib import Path
 from bench.decision_set import DATASETS, header_time, memorybank, memorybank_time, parse_locomo_time, read_json
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
+from memory.hidden import plan_until
 from memory.models import Memory, WriteStatus
 from memory.ports import ListQuery
 from memory.requests import WriteRequest
@@ -125,10 +126,11 @@ async def ingest(
         end = ended[namespace]
         for memory in await _listed(store, scope, namespace):
             hidden.memories += 1
-            expired = memory.expires_at is not None and memory.expires_at <= end
+            until = plan_until(memory) or memory.expires_at
+            expired = until is not None and until <= end
             hidden.superseded += memory.superseded_by is not None
             hidden.expired += expired
-            hidden.expiring += memory.expires_at is not None and not expired
+            hidden.expiring += until is not None and not expired
             live = memory.deleted_at is None and memory.superseded_by is None
             hidden.visible += live and not expired
     return hidden

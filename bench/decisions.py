@@ -143,10 +143,16 @@ def read_decision(outcome: WriteOutcome, earlier_ids: Sequence[str]) -> Got:
         kinds.append(HIDDEN_ON_ARRIVAL)
     day: date | None = None
     expiry = notes.get("expiry")
-    if memory.expires_at is not None:
+    noted = expiry.get("day") if isinstance(expiry, dict) else None
+    if isinstance(noted, str) or memory.expires_at is not None:  # a plan read from the text, or a ttl
         kinds.append("expire")
-        noted = expiry.get("day") if isinstance(expiry, dict) else None
-        day = date.fromisoformat(noted) if isinstance(noted, str) else memory.expires_at.date()
+        day = (
+            date.fromisoformat(noted)
+            if isinstance(noted, str)
+            else memory.expires_at.date()
+            if memory.expires_at
+            else None
+        )
         if isinstance(expiry, dict) and not reason:
             reason = f"expiry rule {expiry.get('rule')}: {expiry.get('phrase')!r}"
     return Got(tuple(kinds), day, targets, reason)

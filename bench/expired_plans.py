@@ -1,12 +1,11 @@
-"""`python -m bench.expired_plans [--quick] [--out PATH]`: what hiding a passed plan costs recall, measured.
+"""`python -m bench.expired_plans [--quick] [--out PATH]`: what a plan whose day has passed is worth to recall.
 
-An expired plan ("I'm having an art show next month", read after that month) is soft-deleted by maintenance and
-no longer recalled (DESIGN §4, `memory.pipeline.expiry`). The alternative is to keep it as history and demote it.
-This measures the most that alternative could win: LoCoMo dev in the timestamp-header format through the real
-`MemoryService` (embedded engine, WordLlama), once with the default pipeline and once with no expiry read from
-the text at all (every plan kept at full score: an upper bound for any demotion), questions asked at the end of
-each conversation (`memory.evaluation.runner.evaluate`), side by side in one run. Written to RESULTS.md as its
-own section (`make bench` runs it too; `--quick`: one conversation).
+A plan read from the text ("I'm having an art show next month") is never hidden: once its day has passed, recall
+keeps it as history at `ScoringWeights.passed_plan` times its relevance and marks it (`memory.hidden`). This runs
+LoCoMo dev in the timestamp-header format through the real `MemoryService` (embedded engine, WordLlama), questions
+asked at the end of each conversation (`memory.evaluation.runner.evaluate`), once per weight side by side in one
+run: 0 (passed plans at the bottom, as good as hidden: what the engine did before), the default, and 1 (kept at
+full relevance). Written to RESULTS.md as its own section (`make bench` runs it too; `--quick`: one conversation).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import argparse
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,56 +28,58 @@ from memory.evaluation import locomo
 from memory.evaluation.formats import HEADER
 from memory.evaluation.results import EvalReport
 from memory.evaluation.runner import evaluate
-from memory.pipeline import for_embedder
+from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 BEGIN = "<!-- bench:expired-plans:begin -->"
 END = "<!-- bench:expired-plans:end -->"
-HEADING = "## Passed plans: hidden or kept"
+HEADING = "## Passed plans: how much they weigh in recall"
 QUICK_CONVERSATIONS = 1
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
-async def run_one(conversations: Sequence[locomo.Conversation], expiry: bool, workdir: Path) -> EvalReport:
+WEIGHTS = (0.0, ScoringWeights().passed_plan, 1.0)
+
+
+async def run_one(conversations: Sequence[locomo.Conversation], passed_plan: float, workdir: Path) -> EvalReport:
     embedder = WordLlamaEmbedder()
-    store = EdgeVectorStore.open(workdir / f"expiry-{expiry}", model_id=embedder.model_id, dimension=embedder.dimension)
+    path = workdir / f"passed-{passed_plan}"
+    store = EdgeVectorStore.open(path, model_id=embedder.model_id, dimension=embedder.dimension)
     clock = ManualClock(datetime.now(UTC))
     principal = Principal(subject="eval", tenant="eval", scopes=frozenset({SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN}))
     try:
-        pipeline = for_embedder(embedder.model_id, time_bound_expiry=expiry)
-        service = MemoryService(store, embedder, clock, pipeline=pipeline)
+        weights = replace(ScoringWeights(), passed_plan=passed_plan)
+        service = MemoryService(store, embedder, clock, weights=weights)
         return await evaluate(service, scope_for(principal), clock, conversations, fmt=HEADER)
     finally:
         await store.close()
 
 
-def render(result: tuple[EvalReport, EvalReport]) -> str:
-    hidden, kept = result
-
-    def row(name: str, report: EvalReport) -> str:
+def render(result: Sequence[tuple[float, EvalReport]]) -> str:
+    def row(weight: float, report: EvalReport) -> str:
         system = report.systems["hindsight"]
-        cells = [name, f"{system.overall.means()['recall@10']:.3f}", str(report.evidence_expired)]
+        name = f"{weight:g}" + (" (default)" if weight == ScoringWeights().passed_plan else "")
+        cells = [name, f"{system.overall.means()['recall@10']:.3f}"]
         for category in CATEGORIES:
             tally = system.by_category.get(category)
             cells.append(f"{tally.means()['recall@10']:.3f}" if tally else "–")
         return "| " + " | ".join(cells) + " |"
 
-    head = "| passed plans | recall@10 | evidence turns expired | " + " | ".join(CATEGORIES.values()) + " |"
+    first = result[0][1]
     lines = [
         BEGIN,
         HEADING,
         "",
-        f"`python -m bench.expired_plans`: LoCoMo dev, {hidden.conversations} conversations, {hidden.questions} "
+        f"`python -m bench.expired_plans`: LoCoMo dev, {first.conversations} conversations, {first.questions} "
         "questions, timestamp-header turns through the real `MemoryService` in process, questions asked at the end "
-        "of each conversation, with the default pipeline and with no expiry read from the text (every plan kept at "
-        "full score: the most that keeping passed plans as demoted history could win).",
+        "of each conversation, once per `passed_plan` weight (the factor on a passed plan's relevance; 0 puts "
+        "passed plans at the bottom, as good as hiding them).",
         "",
-        head,
-        "|" + " --- |" * (len(CATEGORIES) + 3),
-        row("hidden once passed (default)", hidden),
-        row("never expired (upper bound of keeping them)", kept),
+        "| passed_plan | recall@10 | " + " | ".join(CATEGORIES.values()) + " |",
+        "|" + " --- |" * (len(CATEGORIES) + 2),
+        *(row(weight, report) for weight, report in result),
         "",
         END,
     ]
@@ -88,14 +90,12 @@ def write_section(path: Path, section: str) -> None:
     replace_section(path, section, BEGIN, END)
 
 
-async def measure(quick: bool = False, workdir: Path | None = None) -> tuple[EvalReport, EvalReport]:
+async def measure(quick: bool = False, workdir: Path | None = None) -> list[tuple[float, EvalReport]]:
     conversations = locomo.load(DATASETS / "locomo" / "locomo10-dev.json")
     if quick:
         conversations = conversations[:QUICK_CONVERSATIONS]
-    with tempfile.TemporaryDirectory(prefix="hindsight-expired-", dir=workdir) as tmp:
-        hidden = await run_one(conversations, True, Path(tmp))
-        kept = await run_one(conversations, False, Path(tmp))
-    return hidden, kept
+    with tempfile.TemporaryDirectory(prefix="hindsight-passed-", dir=workdir) as tmp:
+        return [(weight, await run_one(conversations, weight, Path(tmp))) for weight in WEIGHTS]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -75,6 +75,7 @@ def scoring_weights(settings: Settings, model_id: str) -> ScoringWeights:
         speaker=settings.weight_speaker,
         when=settings.weight_when,
         question=settings.weight_question,
+        passed_plan=settings.weight_passed_plan,
     )
 
 

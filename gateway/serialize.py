@@ -52,6 +52,8 @@ def hit_json(hit: RecallHit, explain: bool) -> dict[str, Any]:
     body["score"] = round(hit.scores.score, 6)
     if hit.via is not None:
         body["via"] = hit.via  # the query matched this superseded memory; this hit is what replaced it
+    if "passed_plan" in hit.scores.cues:
+        body["passed_plan"] = True  # a plan whose day has passed: history, not the present
     if explain:
         parts = hit.scores
         body["scores"] = {

@@ -200,8 +200,11 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
         kind: Annotated[Kind | None, Field(description="Only this kind.")] = None,
         include_deleted: Annotated[bool, Field(description="Also list forgotten memories.")] = False,
         hidden: Annotated[
-            Literal["expired", "superseded", "merged", "forgotten"] | None,
-            Field(description="Only memories the engine hid in this state, each with its reason in metadata."),
+            Literal["expired", "superseded", "merged", "forgotten", "passed"] | None,
+            Field(
+                description="Only memories the engine hid in this state, each with its reason in metadata; "
+                "'passed': plans whose day has passed (kept, demoted in recall)."
+            ),
         ] = None,
         limit: Annotated[int | None, Field(description="Page size (1-200, default 50).")] = None,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,

@@ -1,13 +1,19 @@
-"""Memories the engine hides, and why: the hidden state of a stored memory (for `list_memories(hidden=...)`) and
-the hides each write and each expiry pass makes (told to an observer: the gateway counts them as
-`hindsight_memories_hidden_total{reason}`).
+"""Memories the engine hides or demotes, and why: the hidden state of a stored memory (for
+`list_memories(hidden=...)`), the hides each write and each expiry pass makes (told to an observer: the gateway
+counts them as `hindsight_memories_hidden_total{reason}`), and plans whose day has passed.
 
 A write hides something when it skips its text as chit-chat (nothing stored: `skipped`), updates a near-duplicate
 in place (the older wording is replaced, kept in `metadata._pipeline.conflict.previous_content`: `merged`), or
 marks older memories superseded (`superseded`, one per memory, a statement stored already superseded by a newer
-one included). Maintenance hides a passed plan (`expired`). An exact repeat hides nothing: the same text is
-stored already. Every stored hidden memory stays listable in its state and restorable; a skipped write stored
-nothing and is visible only in its answer, the audit log and the counter.
+one included). Maintenance hides a memory whose `ttl_seconds` ran out (`expired`). An exact repeat hides
+nothing: the same text is stored already. Every stored hidden memory stays listable in its state and
+restorable; a skipped write stored nothing and is visible only in its answer, the audit log and the counter.
+
+A plan read from the text ("I have a meeting tomorrow", `memory.pipeline.expiry`) is never hidden: its notes
+record the day it is about (`_pipeline.expiry.until`), and once that has passed recall keeps it as history with
+its relevance lowered (`ScoringWeights.passed_plan`) and marks it (`passed_plan`); `list_memories(hidden="passed")`
+lists them. Measured on held-out text, the plan rules were right about four times in five when they fired
+(bench/FINDINGS.md): not sure enough to hide anything.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from memory.ports import ListQuery, VectorStore
 from memory.scope import NamespaceScope
 
 HIDE_REASONS = ("skipped", "merged", "superseded", "expired")
-HIDDEN_STATES = ("expired", "superseded", "merged", "forgotten")
+HIDDEN_STATES = ("expired", "superseded", "merged", "forgotten", "passed")
 EXPIRED_REASON = "expired"  # the delete reason maintenance gives a passed plan
 SCAN_PAGES = 20  # store pages one `list_hidden` call reads at most
 
@@ -42,9 +48,27 @@ def check_hidden_state(value: object) -> str | None:
     return str(value)
 
 
+def plan_until(memory: Memory) -> datetime | None:
+    """The end of the day a plan read from the memory's text is about (`_pipeline.expiry.until`), or None."""
+    expiry = pipeline_notes(memory).get("expiry")
+    until = expiry.get("until") if isinstance(expiry, dict) else None
+    try:
+        return datetime.fromisoformat(until) if isinstance(until, str) else None
+    except ValueError:
+        return None
+
+
+def is_passed_plan(memory: Memory, now: datetime) -> bool:
+    until = plan_until(memory)
+    return until is not None and until <= now
+
+
 def is_in_state(memory: Memory, state: str, now: datetime) -> bool:
-    """Whether `memory` is hidden in `state`: expired (its expiry passed, or forgotten as expired), superseded,
-    merged (updated in place by a near-duplicate: its earlier wording is in its notes) or forgotten (otherwise)."""
+    """Whether `memory` is in `state`: expired (its ttl ran out, or forgotten as expired), superseded, merged
+    (updated in place by a near-duplicate: its earlier wording is in its notes), forgotten (otherwise), or a passed
+    plan (demoted in recall, not hidden)."""
+    if state == "passed":
+        return is_passed_plan(memory, now)
     expired = memory.expires_at is not None and memory.expires_at <= now
     if state == "expired":
         return expired or memory.delete_reason == EXPIRED_REASON

@@ -55,7 +55,16 @@ async def scored_hits(
     memories = [c.memory for c in candidates]
     notes: list[list[str]] = [[] for _ in candidates]  # the cues that moved each candidate, for `explain`
     relevance = hybrid_relevance(candidates, weights.dense_share)
-    relevance = cue_relevance(query, memories, relevance, speaker=weights.speaker, when=weights.when, notes=notes)
+    relevance = cue_relevance(
+        query,
+        memories,
+        relevance,
+        speaker=weights.speaker,
+        when=weights.when,
+        notes=notes,
+        now=flt.now,
+        passed_plan=weights.passed_plan,
+    )
     relevance = conversation_relevance(
         memories,
         relevance,

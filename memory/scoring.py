@@ -33,18 +33,21 @@ class ScoringWeights:
     speaker: float = 0.4
     when: float = 0.2
     question: float = 0.15
+    # a plan whose day has passed (memory.hidden.passed_plan) stays recallable as history, its relevance times this
+    passed_plan: float = 0.5
 
     def __post_init__(self) -> None:
         weights = (self.similarity, self.recency, self.importance, self.access_frequency)
         lifts = (self.dense_share, self.context, self.session, self.feedback, self.speaker, self.when, self.question)
-        if not all(math.isfinite(w) for w in (*weights, *lifts, self.recency_decay_per_hour)):
+        factors = (*lifts, self.passed_plan)
+        if not all(math.isfinite(w) for w in (*weights, *factors, self.recency_decay_per_hour)):
             raise InvalidArgument("scoring weights and the recency decay must be finite numbers")
         if any(w < 0 for w in weights) or sum(weights) <= 0:
             raise InvalidArgument("scoring weights must be non-negative and not all zero")
         if self.recency_decay_per_hour < 0 or self.access_saturation < 1:
             raise InvalidArgument("recency decay must be >= 0 and access saturation >= 1")
-        if not all(0 <= share <= 1 for share in (self.dense_share, self.feedback, self.question)):
-            raise InvalidArgument("dense_share, feedback and question must lie in [0, 1]")
+        if not all(0 <= share <= 1 for share in (self.dense_share, self.feedback, self.question, self.passed_plan)):
+            raise InvalidArgument("dense_share, feedback, question and passed_plan must lie in [0, 1]")
         if min(self.context, self.session, self.speaker, self.when) < 0:
             raise InvalidArgument("the context, session, speaker and when lifts must be >= 0")
 

@@ -25,6 +25,7 @@ from memory.clock import Clock
 from memory.cues import attributed, date_words, speaker_of
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument
+from memory.hidden import is_passed_plan
 from memory.ids import content_hash, new_memory_id
 from memory.models import Memory, Source, WriteOutcome, WriteStatus
 from memory.pipeline import PipelineSettings, claims, conflict, turns
@@ -180,10 +181,15 @@ class MemoryWriter:
         if ttl is not None:
             memory.expires_at = now + timedelta(seconds=ttl)
             notes["expiry"] = {"rule": "ttl_seconds"}
-        elif (bound := analysis.expiry) is not None:
-            memory.expires_at = bound.expires_at + timedelta(days=settings.time_bound_grace_days)
-            notes["expiry"] = {"rule": bound.rule, "phrase": bound.phrase, "day": bound.day.isoformat()}
-            draft.reasons.append(f"time_bound: {bound.phrase!r} expires at {memory.expires_at.isoformat()}")
+        elif (bound := analysis.expiry) is not None:  # a plan: kept, demoted in recall once its day has passed
+            until = bound.expires_at + timedelta(days=settings.time_bound_grace_days)
+            notes["expiry"] = {
+                "rule": bound.rule,
+                "phrase": bound.phrase,
+                "day": bound.day.isoformat(),
+                "until": until.isoformat(),
+            }
+            draft.reasons.append(f"time_bound: {bound.phrase!r}, a plan until {until.isoformat()}")
 
         verdict = analysis.density
         low_information = verdict is not None and verdict.low_information  # skipped by step 1 below: no LLM call
@@ -236,8 +242,8 @@ class MemoryWriter:
             # this request's own memory may be stored superseded (an old statement arriving late)
             found = await self.store.find_by_hash(scope, namespace, digest, live_only=False, now=now)
             existing = found if found is not None and found.source == memory.source else None
-        if existing is None:
-            return None
+        if existing is None or (is_passed_plan(existing, now) and existing.source != memory.source):
+            return None  # a plan said again once its day has passed is a new plan
         superseded = await linking.complete_links(self.store, scope, existing, now)
         if memory.source.request_id is not None and existing.source == memory.source:
             conflict_note = linking.pipeline_notes(existing).get("conflict")

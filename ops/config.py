@@ -40,6 +40,7 @@ class ScoringOverrides(BaseModel):
     speaker: float | None = Field(None, ge=0)
     when: float | None = Field(None, ge=0)
     question: float | None = Field(None, ge=0, le=1)
+    passed_plan: float | None = Field(None, ge=0, le=1)
 
 
 class Settings(BaseSettings):
@@ -165,6 +166,9 @@ class Settings(BaseSettings):
     weight_when: float = Field(0.2, ge=0, description="Lift of a memory that says when, for a query that asks when.")
     weight_question: float = Field(
         0.15, ge=0, le=1, description="Share by which a memory that ends in a question is lowered."
+    )
+    weight_passed_plan: float = Field(
+        0.5, ge=0, le=1, description="Factor on the relevance of a plan whose day has passed (kept as history)."
     )
     scoring_tenants: dict[str, ScoringOverrides] = Field(
         default_factory=dict, description='Per-tenant recall weights, JSON: {"acme": {"recency": 0.3}}'

@@ -78,7 +78,8 @@ def _hidden_rows(reports: Sequence[EvalReport]) -> list[str]:
         "Hidden when the questions were asked, read back with `list_memories(include_deleted=true)`: turns, and "
         "evidence turns of the questions (counted per question). Each counts once, in the first state that "
         "applies: skipped (nothing stored: chit-chat), merged (a later near-duplicate replaced its text in "
-        "place), superseded, expired (`expires_at` passed), forgotten.",
+        "place), superseded, expired (its `ttl_seconds` ran out; a plan read from the text is never hidden: once "
+        "its day has passed it is recalled as history, demoted), forgotten.",
         "",
     ]
     rows = []

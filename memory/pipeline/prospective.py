@@ -68,8 +68,9 @@ LASTING = re.compile(
     r"\b(?:i|we|he|she|they)(?:'ve|\s+have|\s+has)?\s+(?:really\s+|also\s+|still\s+|always\s+)?(?:like|likes|always)\b|"
     r"\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:a|an)\s+(?!bit\b|little\b|lot\b)|"
     r"\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:vegan|vegetarian|allergic|diabetic|pregnant|retired|married|divorced)\b|"
+    r"\b(?:allergic|diabetic|asthmatic|in\s+charge\s+of|responsible\s+for)\b|"
     r"\b(?:i|we)\s+(?:teach|coach|own|run\s+a|manage)\b|"
-    r"喜欢|爱好|(?<!可)爱(?!心)|讨厌|一直|我是|职业|我在[^，。！？,.!?]{1,12}(?:当|教|工作|上班)",
+    r"喜欢|爱好|(?<!可)爱(?!心)|讨厌|一直|我是|职业|我在[^，。！？,.!?]{1,12}(?:当|教|工作|上班)|过敏|糖尿病|负责",
     re.IGNORECASE,
 )
 # An event or a project beside the plan in its own sentence ("Tim gets accepted to the program and will leave next
@@ -83,7 +84,7 @@ AMONG_OTHERS = re.compile(r"\b(?:also|as\s+well|besides)\b|另外|此外", re.IG
 # A recurring time in the sentence ("every Monday", "每周一", "usually on Fridays"): not one day to come.
 _RECURRING = re.compile(
     r"\b(?:every|each|since|weekly|daily|annually|monthly|usually|always|often|sometimes|occasionally)\b|"
-    r"每|以来|自从|通常|经常|总是|有时|偶尔",
+    r"每|以来|自从|通常|经常|总是|有时|偶尔|一般|平时|往往",
     re.IGNORECASE,
 )
 _REPORTED = re.compile(
@@ -94,7 +95,8 @@ _REPORTED = re.compile(
 _FAREWELL = re.compile(
     r"\b(?:see\s+(?:you|ya)|talk\s+(?:to\s+you\s+)?(?:soon|later|tomorrow)|catch\s+you|until\s+tomorrow|"
     r"good\s*night|bye|have\s+a\s+(?:good|great|nice|lovely)\s+\w{1,12}|enjoy\s+your)\b"
-    r"|再聊|再见|见[吧啦哦喔。！!~]|明天见|回头聊|改天|晚安|拜拜|愉快",
+    r"|再聊|再见|见[吧啦哦喔。！!~]|明天见|明天聊|回头聊|改天|晚安|拜拜|愉快"
+    r"|\btomorrow\s+is\s+another\s+day\b|明日复明日",
     re.IGNORECASE,
 )
 # The conversation itself: "today I want to talk to you about my trip", "let's talk again tomorrow",
@@ -111,9 +113,9 @@ _TALK = re.compile(
 _OPINION = re.compile(
     r"\b(?:is|are|sounds?|seems?)\s+(?:like\s+)?(?:a\s+|an\s+)?(?:really\s+|very\s+|such\s+a\s+)?"
     r"(?:good|great|nice|wonderful|fantastic|excellent|perfect)\s+(?:idea|choice|way|option)\b"
-    r"|\bi\s+(?:think|believe|guess|feel\s+like)\b|\bin\s+my\s+opinion\b"
+    r"|\b(?:i|he|she|they|we|user)\s+(?:thinks?|believes?|guess|feels?\s+like)\b|\bin\s+my\s+opinion\b"
     r"|是(?:一个|一种|个)?(?:很|非常|挺|特别|不错)?(?:好|不错|棒|理想)的(?:选择|方式|主意|办法|方法)|建议你|推荐你|你可以"
-    r"|我觉得|我认为|我感觉|我看",
+    r"|觉得|认为|我感觉|我看",
     re.IGNORECASE,
 )
 _QUESTION = re.compile(r"[?？]|吗|呢")

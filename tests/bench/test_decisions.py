@@ -36,10 +36,14 @@ def test_every_reference_of_the_set_resolves_to_a_turn_of_the_datasets(cases: li
     assert {m.source for m in referenced} == {"locomo", "locomo_facts", "memorybank_cn", "memorybank_en"}
 
 
-def test_the_held_out_cases_are_a_census_of_lo_co_mo_s_own_notes(cases: list[Case]) -> None:
+def test_the_held_out_cases_are_a_census_of_lo_co_mo_s_notes_or_written_blind_in_both_languages(
+    cases: list[Case],
+) -> None:
     held_out = [c for c in cases if decisions.HELD_OUT in c.tags]
-    assert len(held_out) >= 10
-    assert all(c.statement.source == "locomo_facts" and c.id.startswith("census-") for c in held_out)
+    census = [c for c in held_out if c.statement.source == "locomo_facts" and c.id.startswith("census-")]
+    blind = [c for c in held_out if "blind" in c.tags and c.statement.source == "own"]
+    assert len(census) >= 10 and len(census) + len(blind) == len(held_out)
+    assert collections.Counter(c.lang for c in blind) == {"en": 160, "zh": 160}
 
 
 def test_the_set_holds_at_least_300_statements_about_half_of_them_chinese(cases: list[Case]) -> None:

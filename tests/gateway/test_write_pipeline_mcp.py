@@ -69,7 +69,9 @@ async def test_turns_of_a_session_link_to_the_turn_before_and_an_answer_is_recal
     assert [m["id"] for m in hits["memories"]] == [w["id"] for w in written]
 
 
-async def test_a_time_bound_fact_expires_after_its_day(app: Starlette, mint: Mint, clock: ManualClock) -> None:
+async def test_a_plan_whose_day_has_passed_is_recalled_as_history_and_marked(
+    app: Starlette, mint: Mint, clock: ManualClock
+) -> None:
     async with mcp_session(app, mint()) as client:
         written = data(
             await client.call_tool("write_memory", {"content": "I have a dentist appointment tomorrow at 3pm"})
@@ -77,9 +79,12 @@ async def test_a_time_bound_fact_expires_after_its_day(app: Starlette, mint: Min
         before = data(await client.call_tool("recall_memory", {"query": "dentist appointment"}))
         clock.advance(3 * 24 * 3600)
         after = data(await client.call_tool("recall_memory", {"query": "dentist appointment"}))
+        passed = data(await client.call_tool("list_memories", {"hidden": "passed"}))
     assert [m["id"] for m in before["memories"]] == [written["id"]]
-    assert before["memories"][0]["expires_at"] is not None
-    assert after["memories"] == []
+    assert "passed_plan" not in before["memories"][0]
+    assert before["memories"][0]["metadata"]["_pipeline"]["expiry"]["day"]  # the day it is about, noted
+    assert [(m["id"], m.get("passed_plan")) for m in after["memories"]] == [(written["id"], True)]
+    assert [m["id"] for m in passed["memories"]] == [written["id"]]
 
 
 async def test_with_llm_importance_configured_a_write_stores_the_llms_rating(

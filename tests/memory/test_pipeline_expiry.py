@@ -146,6 +146,9 @@ def test_the_tense_that_counts_is_the_phrases_own_sentence_and_future_only_phras
         "I teach 8th grade math and parent conferences are next week, so I'm swamped.",
         "我在医院急诊科当护士，明天又是夜班。",
         "我超爱成都，下个月又要去了。",
+        "User is allergic to penicillin and has a minor surgery scheduled for next Thursday.",
+        "用户对青霉素过敏,下周四要做一个小手术。",
+        "我负责我们组的线上值班,下周一轮到我",
     ],
 )
 def test_a_plan_beside_a_past_event_or_a_lasting_fact_never_expires_for_hiding_it_would_hide_them(
@@ -178,6 +181,8 @@ def test_talk_about_the_conversation_itself_is_no_plan(content: str) -> None:
         "Going hiking this weekend is a great idea.",
         "Marco wants to leave for the airport at 5am tomorrow, which I think is way too early.",
         "我觉得小李下周去西藏有点冒险。",
+        "User thinks his brother's plan to quit his job next month and travel is reckless.",
+        "用户觉得她弟弟下个月裸辞去旅行的计划太冲动了。",
     ],
 )
 def test_an_opinion_about_a_plan_is_not_the_writer_s_plan(content: str) -> None:
@@ -191,6 +196,10 @@ def test_an_opinion_about_a_plan_is_not_the_writer_s_plan(content: str) -> None:
         "I finished the whole puzzle in 3 days.",
         "有时我周末会去唱片店淘CD。",
         "Sometimes I go climbing on the weekend.",
+        "用户一般周六早上八点去超市买菜,因为那时候人最少。",
+        "welp, tomorrow is another day. the migration broke prod twice today",
+        "唉,明日复明日,明日何其多,这篇论文我已经拖了一个月了",
+        "明天聊~",
         "Today I plan to go out to dinner. Birthdays are a time for contemplating life.",
     ],
 )
@@ -209,6 +218,9 @@ def test_a_duration_an_idiom_or_a_habit_is_no_plan(content: str) -> None:
         ("Job interview at Stripe on Tuesday next week, 2pm.", end_of(2026, 5, 12)),
         ("The team offsite is Wednesday and Thursday next week, in Napa.", end_of(2026, 5, 14)),
         ("下个月五号要还信用卡。", end_of(2026, 6, 5)),
+        # the week after next, a day of this month (the second blind set)
+        ("下下周三孩子学校开家长会,我得请半天假", end_of(2026, 5, 20)),
+        ("本月20号要去办签证,材料还没准备齐", end_of(2026, 5, 20)),
     ],
 )
 def test_plans_beside_chit_chat_and_questions_still_expire(content: str, expires: datetime) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
+from memory.hidden import plan_until
 from memory.requests import TurnRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
@@ -38,4 +39,4 @@ async def test_chit_chat_turns_leaving_the_window_are_dropped_and_facts_are_extr
     flight = await memories.get(me, flight_id)
     assert flight.content == "user: I have a flight to Oslo tomorrow"
     assert flight.created_at == START + timedelta(hours=1)
-    assert flight.expires_at == datetime(2026, 1, 3, tzinfo=UTC)
+    assert plan_until(flight) == datetime(2026, 1, 3, tzinfo=UTC)

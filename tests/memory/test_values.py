@@ -15,6 +15,7 @@ import pytest
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.errors import InvalidArgument
+from memory.hidden import plan_until
 from memory.requests import RecallRequest, StateUpdate, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
@@ -133,9 +134,10 @@ async def test_a_write_dated_in_2200_with_a_time_bound_phrase_is_stored_and_read
     outcome = await service.write(
         me, WriteRequest(content="The demo is tomorrow at noon", subject="agent-1", occurred_at=occurred)
     )
-    assert outcome.memory.expires_at is not None and outcome.memory.expires_at.year == 2201
+    until = plan_until(outcome.memory)
+    assert until is not None and until.year == 2201
     [stored] = await everything(store, acme)
-    assert stored.id == outcome.memory.id
+    assert stored.id == outcome.memory.id and plan_until(stored) == until
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import pytest
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.errors import InvalidArgument
+from memory.hidden import plan_until
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.pipeline import PIPELINE_KEY, PipelineSettings
 from memory.pipeline.turns import in_context
@@ -75,25 +76,36 @@ async def test_the_density_filter_can_be_switched_off(store: EdgeVectorStore, em
 # -- 2. time-bound facts ---------------------------------------------------------------------------------------
 
 
-async def test_a_time_bound_fact_expires_at_the_end_of_the_day_it_names(
+async def hits(service: MemoryService, who: NamespaceScope, query: str) -> list[tuple[str, bool]]:
+    found = await service.recall(who, RecallRequest(query=query))
+    return [(h.memory.content, "passed_plan" in h.scores.cues) for h in found]
+
+
+async def test_a_plan_lasts_to_the_end_of_the_day_it_names_then_is_recalled_as_history_below_the_present(
     service: MemoryService, clock: ManualClock, me: NamespaceScope
 ) -> None:
-    # START is Thursday 2026-01-01 12:00 UTC: "tomorrow" is Friday, so the fact lasts until Saturday 00:00
+    # START is Thursday 2026-01-01 12:00 UTC: "tomorrow" is Friday, so the plan lasts until Saturday 00:00
     outcome = await write(service, me, "I have a dentist appointment tomorrow at 9")
-
-    assert outcome.memory.expires_at == datetime(2026, 1, 3, tzinfo=UTC)
+    assert outcome.memory.expires_at is None  # never hidden: a plan's day is only a note
     assert outcome.memory.metadata[PIPELINE_KEY]["expiry"] == {
         "rule": "tomorrow",
         "phrase": "tomorrow",
         "day": "2026-01-02",
+        "until": "2026-01-03T00:00:00+00:00",
     }
     assert outcome.reason is not None and "time_bound" in outcome.reason
     clock.advance(timedelta(hours=35, minutes=59).total_seconds())
-    assert await recalled(service, me, "dentist appointment") == ["I have a dentist appointment tomorrow at 9"]
+    before = await hits(service, me, "dentist appointment")
 
     clock.advance(60)
+    await write(service, me, "I have a dentist appointment next Friday at 10")
+    after = await hits(service, me, "dentist appointment")
 
-    assert await recalled(service, me, "dentist appointment") == []
+    assert before == [("I have a dentist appointment tomorrow at 9", False)]
+    assert after == [
+        ("I have a dentist appointment next Friday at 10", False),  # the plan to come first
+        ("I have a dentist appointment tomorrow at 9", True),  # the passed one kept as history, marked
+    ]
 
 
 async def test_the_expiry_is_relative_to_occurred_at_in_its_time_zone(
@@ -105,7 +117,7 @@ async def test_the_expiry_is_relative_to_occurred_at_in_its_time_zone(
 
     outcome = await write(service, me, "明天下午三点开会", occurred_at=shanghai)  # Friday 2 January, 07:00 in Shanghai
 
-    assert outcome.memory.expires_at == datetime.fromisoformat("2026-01-04T00:00+08:00")
+    assert plan_until(outcome.memory) == datetime.fromisoformat("2026-01-04T00:00+08:00")
 
 
 async def test_an_explicit_ttl_wins_over_the_text(service: MemoryService, me: NamespaceScope) -> None:
@@ -293,7 +305,7 @@ async def test_a_grace_period_keeps_a_time_bound_fact_recallable_for_whole_days_
 
     outcome = await write(service, me, "I have a dentist appointment tomorrow at 9")
 
-    assert outcome.memory.expires_at == datetime(2026, 1, 5, tzinfo=UTC)
+    assert plan_until(outcome.memory) == datetime(2026, 1, 5, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
