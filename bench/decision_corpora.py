@@ -51,9 +51,9 @@ class Hidden:
     merged: int = 0  # stored by updating an older memory in place
     memories: int = 0  # memories listed at the end (each written turn that created one)
     superseded: int = 0  # memories marked superseded at the end
-    expired: int = 0  # memories whose expiry had passed at the end of their namespace's ingestion
+    expired: int = 0  # plans whose day had passed at the end of their namespace's ingestion (kept, demoted)
     expiring: int = 0  # memories with an expiry still ahead at the end
-    visible: int = 0  # memories live, current and unexpired at the end (one turn's text each)
+    visible: int = 0  # memories live and current at the end, passed plans included (one turn's text each)
 
     def share(self, count: int) -> float:
         return count / self.written if self.written else 0.0
@@ -132,7 +132,7 @@ async def ingest(
             hidden.expired += expired
             hidden.expiring += until is not None and not expired
             live = memory.deleted_at is None and memory.superseded_by is None
-            hidden.visible += live and not expired
+            hidden.visible += live and not (memory.expires_at is not None and memory.expires_at <= end)
     return hidden
 
 
@@ -166,11 +166,12 @@ def render(results: Sequence[Hidden]) -> list[str]:
 
     lines = [
         "Whole corpora through the same write path (`bench/decision_corpora.py`; a namespace per conversation or "
-        "user, the clock one second after each turn): the memories each rule hides, as a share of the turns "
-        "written. Expired: its day had passed when its namespace's last turn was written; merged: the write "
-        "updated an older memory in place (that wording is gone); visible: live, current, unexpired memories.",
+        "user, the clock one second after each turn), as a share of the turns written: plans whose day had passed "
+        "when the namespace's last turn was written (kept as history, demoted in recall, never hidden) or is still "
+        "ahead; what the rules hide: superseded, merged (the write updated an older memory in place: that "
+        "wording is gone), skipped; visible: live, current memories.",
         "",
-        "| corpus | turns | expired at the end | expiry ahead | superseded | merged (updated) | skipped (chit-chat) "
+        "| corpus | turns | passed plans (demoted) | plans ahead | superseded | merged (updated) | skipped (chit-chat) "
         "| skipped (exact repeat) | visible |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]

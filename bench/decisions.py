@@ -318,8 +318,10 @@ def render(results: DecisionResults) -> str:
         "embedded engine, WordLlama), one namespace per case, the clock one second after each memory's time "
         "(what a live gateway sees). Precision: of the statements the pipeline gave a decision, the share "
         "labelled so (with the right day for expire, the right earlier memory for supersede and merge); "
-        "recall: of the statements labelled so, the share it got right. The bar (issue #13): precision ≥ 0.98 "
-        f"for expire, supersede and merge. {len(judged) - len(results.wrong)} of {len(judged)} cases right; "
+        "recall: of the statements labelled so, the share it got right. An `expire` decision reads the "
+        "statement as a plan: once its day has passed it is demoted in recall, never hidden. The bar (issue #13): "
+        f"precision ≥ 0.98 for expire, supersede and merge. {len(judged) - len(results.wrong)} of {len(judged)} "
+        "cases right; "
         f"commit {results.commit}, {results.seconds:.0f} s (set and corpora).",
         "",
         *_breakdown(judged),
