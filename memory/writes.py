@@ -154,7 +154,7 @@ class MemoryWriter:
             tags=tags,
             metadata=metadata,
             embedding_model=self.embedder.model_id,
-            content_hash=content_hash(content),
+            content_hash=content_hash(attributed(content, metadata)),  # two speakers' same words are two memories
         )
         if not request.force and (repeat := await self._repeat(scope, memory, request)) is not None:
             return repeat

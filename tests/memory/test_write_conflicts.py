@@ -92,3 +92,14 @@ async def test_one_speaker_given_in_metadata_supersedes_their_own_earlier_statem
     paris = await said(service, team, "I moved to Paris", "Bob")
 
     assert paris.superseded == [berlin.memory.id]
+
+
+async def test_the_same_words_from_two_speakers_given_in_metadata_are_two_memories_and_one_speaker_repeats(
+    service: MemoryService, team: NamespaceScope
+) -> None:
+    bob = await said(service, team, "I live in Paris", "Bob")
+    alice = await said(service, team, "I live in Paris", "Alice")
+    bob_again = await said(service, team, "I live in Paris", "Bob")
+
+    assert alice.status is WriteStatus.CREATED and alice.id != bob.id
+    assert bob_again.status is WriteStatus.SKIPPED and bob_again.memory.id == bob.id
