@@ -4,7 +4,9 @@ A case is a small scenario: zero or more earlier memories, then one new statemen
 pipeline should take on that statement (issue #13):
 
 - `keep`: stored, nothing else changes;
-- `expire`: a plan, appointment, deadline or reminder about a time after the statement: expires on `day`;
+- `expire`: the statement is only a plan, appointment, deadline or reminder about a time after it was said (a
+  plan beside a lasting fact, a health condition, a job, a preference or a past event is `keep`: reading it as a
+  plan would demote those too); `day` is the last day the plan is about;
 - `supersede`: a new value of the same attribute of the same subject: replaces the earlier memory `target`;
 - `merge`: the same statement again in other words: updates the earlier memory `target` in place;
 - `skip`: pure chit-chat or acknowledgement, not stored.
