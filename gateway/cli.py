@@ -56,13 +56,35 @@ def client_snippets(url: str, token: str) -> str:
             "Cursor (~/.cursor/mcp.json):",
             "  " + json.dumps(cursor),
             "",
-            "Python (mcp SDK):",
-            "  import httpx2",
-            "  from mcp import Client",
-            "  from mcp.client.streamable_http import streamable_http_client",
-            f'  http = httpx2.AsyncClient(headers={{"Authorization": "Bearer {token}"}})',
-            f'  async with Client(streamable_http_client("{url}", http_client=http)) as client:',
-            '      print(await client.call_tool("whoami", {}))',
+            "Python (mcp SDK; save as a file and run it with .venv/bin/python):",
+            *("  " + line for line in python_snippet(url, repr(token)).splitlines()),
+        ]
+    )
+
+
+def python_snippet(url: str, token: str) -> str:
+    """A Python script that writes and recalls a memory through the `mcp` SDK (`token`: a Python expression);
+    the README shows it with the token read from the environment. Both are run by the tests."""
+    return "\n".join(
+        [
+            "import asyncio",
+            "import os",
+            "",
+            "import httpx2",
+            "from mcp import Client",
+            "from mcp.client.streamable_http import streamable_http_client",
+            "",
+            "",
+            "async def main() -> None:",
+            f"    token = {token}",
+            '    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})',
+            f'    async with http, Client(streamable_http_client("{url}", http_client=http)) as client:',
+            '        await client.call_tool("write_memory", {"content": "The user prefers short answers"})',
+            '        hits = await client.call_tool("recall_memory", {"query": "how should I answer?"})',
+            '        print(hits.structured_content["memories"][0]["content"])',
+            "",
+            "",
+            "asyncio.run(main())",
         ]
     )
 

@@ -18,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from gateway.cli import python_snippet
 from tests.conftest import data
 
 pytestmark = pytest.mark.anyio
@@ -139,3 +140,41 @@ def test_hindsight_token_rejects_a_malformed_namespace(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "namespace" in result.stderr
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_python() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```python\n", text.index("**Python** (`mcp` SDK")) + len("```python\n")
+    return text[start : text.index("```", start)]
+
+
+def run_script(script: str, tmp: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    path = tmp / "example.py"
+    path.write_text(script, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_the_readme_python_snippet_is_the_printed_one_reading_the_token_from_the_environment() -> None:
+    assert readme_python() == python_snippet("http://127.0.0.1:8080/mcp", 'os.environ["HINDSIGHT_TOKEN"]') + "\n"
+
+
+def test_the_python_snippets_of_the_readme_and_of_make_run_work_when_pasted(
+    server: dict[str, Any], tmp_path: Path
+) -> None:
+    printed = "\n".join(
+        line.removeprefix("  ")
+        for line in server["output"].split("Python (mcp SDK", 1)[1].split("\n", 1)[1].split("\n\n\n")[0].splitlines()
+    )
+    from_readme = readme_python().replace("http://127.0.0.1:8080/mcp", server["url"])
+
+    ran_printed = run_script(printed, tmp_path, server["env"])
+    ran_readme = run_script(from_readme, tmp_path, server["env"] | {"HINDSIGHT_TOKEN": server["token"]})
+
+    assert ran_printed.returncode == 0, ran_printed.stderr[-2000:]
+    assert ran_readme.returncode == 0, ran_readme.stderr[-2000:]
+    assert ran_printed.stdout.strip() == ran_readme.stdout.strip() == "The user prefers short answers"
