@@ -35,7 +35,7 @@ from gateway.http import (
 from gateway.maintenance import gauge_loop, maintenance_loop
 from gateway.mcp_server import build_mcp_server
 from gateway.observability import Telemetry, TraceContextMiddleware, TracedTokenVerifier
-from gateway.rate_limit_gate import RateLimitGate
+from gateway.rate_limit_gate import CallFacts, RateLimitGate
 from gateway.runtime import open_runtime
 from gateway.tool_support import RuntimeHolder
 from memory.clock import Clock
@@ -43,8 +43,7 @@ from memory.stores.payload import skipped_payloads
 from ops.config import Settings
 from ops.metrics import Metrics
 from ops.telemetry import build_tracer_provider, tracer_from
-from tenancy import ClaimNames, JwtSettings, JwtVerifier, load_or_create_dev_secret, read_public_keys
-from tenancy.limits import RateLimiter
+from tenancy import ClaimNames, JwtSettings, JwtVerifier, Principal, load_or_create_dev_secret, read_public_keys
 
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
@@ -110,12 +109,13 @@ def create_app(
         max_request_body_size=settings.max_request_bytes,
     )
 
-    def current_limiter() -> RateLimiter | None:
-        runtime = holder.current()
-        return runtime.rate_limiter if runtime is not None else None
-
-    def count_rejection(kind: str) -> None:
-        telemetry.metrics.rate_limit_rejections.labels(kind=kind).inc()
+    def count_rejection(call: CallFacts, principal: Principal) -> None:
+        """A 429 counts as a rate-limit rejection and as a tool call with outcome `rate_limited` (`tool="-"`
+        unless the message is a `tools/call` of one of our tools: a caller cannot mint label values)."""
+        metrics = telemetry.metrics
+        metrics.rate_limit_rejections.labels(kind=call.kind).inc()
+        tool = call.tool if call.tool is not None and mcp.has_tool(call.tool) else "-"
+        metrics.tool_calls.labels(tool=tool, outcome="rate_limited", **metrics.labels(principal.tenant)).inc()
 
     def count_background_error(task: str) -> None:
         telemetry.metrics.background_errors.labels(task=task).inc()
@@ -126,7 +126,7 @@ def create_app(
     supervisor = Supervisor(count_background_error, count_background_round)
     mcp_endpoint = StatelessMcpMethods(
         post=McpAuthGate(
-            RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, current_limiter, count_rejection)
+            RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, holder.current, count_rejection)
         ),
         delete=McpAuthGate(no_session_to_end),
     )

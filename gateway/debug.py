@@ -1,7 +1,8 @@
 """Debug views, off unless `debug_views_enabled`, and then only for `memory:admin` tokens, each scoped to the
 admin's own tenant: `/debug/memories` (latest memories of one namespace of that tenant, with metadata) and
 `/debug/stats` (that tenant's recall and write latency percentiles over a sliding window, and its tool call
-counts). No token sees another tenant's figures here; process-wide figures are on `/metrics`, for operators."""
+counts). No token sees another tenant's figures here; process-wide figures are on `/metrics`, for operators.
+Refusals and failures answer `gateway.errors.rejection` (the JSON-RPC error shape of every refusal, `id` null)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from collections import deque
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway.errors import failure_from_exception
+from gateway.errors import failure_from_exception, rejection
 from gateway.serialize import memory_json
 from gateway.tool_support import RuntimeHolder
 from memory.models import Memory
@@ -24,21 +25,13 @@ from tenancy import SCOPE_ADMIN, Principal, principal_from_access_token, scope_f
 MAX_DEBUG_LIMIT = 200
 
 
-def _admin(request: Request) -> Principal | JSONResponse:
+def _admin(request: Request) -> Principal | Response:
     user = request.scope.get("user")
     if not isinstance(user, AuthenticatedUser):
-        return JSONResponse(
-            {"error": "invalid_token", "error_description": "an admin bearer token is required"},
-            status_code=401,
-            headers={"WWW-Authenticate": 'Bearer realm="hindsight", error="invalid_token"'},
-        )
+        return rejection("unauthenticated", "an admin bearer token is required")
     principal = principal_from_access_token(user.access_token)
     if not principal.has_scope(SCOPE_ADMIN):
-        return JSONResponse(
-            {"error": "insufficient_scope", "error_description": "debug views need memory:admin"},
-            status_code=403,
-            headers={"WWW-Authenticate": 'Bearer realm="hindsight", error="insufficient_scope"'},
-        )
+        return rejection("scope_forbidden", "debug views need memory:admin")
     return principal
 
 
@@ -46,9 +39,9 @@ def debug_routes(settings: Settings, holder: RuntimeHolder, metrics: Metrics) ->
     if not settings.debug_views_enabled:
         return []
 
-    async def memories(request: Request) -> JSONResponse:
+    async def memories(request: Request) -> Response:
         principal = _admin(request)
-        if isinstance(principal, JSONResponse):
+        if isinstance(principal, Response):
             return principal
         namespace = request.query_params.get("namespace")
         try:
@@ -56,10 +49,7 @@ def debug_routes(settings: Settings, holder: RuntimeHolder, metrics: Metrics) ->
         except ValueError:
             limit = 0
         if not namespace or not 1 <= limit <= MAX_DEBUG_LIMIT:
-            return JSONResponse(
-                {"error": "invalid_argument", "message": f"pass ?namespace=...&limit=1..{MAX_DEBUG_LIMIT}"},
-                status_code=400,
-            )
+            return rejection("invalid_argument", f"pass ?namespace=...&limit=1..{MAX_DEBUG_LIMIT}")
         try:
             runtime = holder.get()
             scope = scope_for(principal)
@@ -75,7 +65,7 @@ def debug_routes(settings: Settings, holder: RuntimeHolder, metrics: Metrics) ->
                     break
         except Exception as exc:
             failure = failure_from_exception(exc, "debug_memories")
-            return JSONResponse({"error": failure.code, "message": failure.message}, status_code=failure.http_status)
+            return rejection(failure.code, failure.message)
         return JSONResponse(
             {
                 "tenant": principal.tenant,
@@ -84,9 +74,9 @@ def debug_routes(settings: Settings, holder: RuntimeHolder, metrics: Metrics) ->
             }
         )
 
-    async def stats(request: Request) -> JSONResponse:
+    async def stats(request: Request) -> Response:
         principal = _admin(request)
-        if isinstance(principal, JSONResponse):
+        if isinstance(principal, Response):
             return principal
         own = metrics.tenant_stats(principal.tenant)
         return JSONResponse(

@@ -3,12 +3,12 @@
 `/mcp` is stateless (no sessions, JSON answers): POST carries every JSON-RPC message. GET, which would open a
 server-to-client SSE stream, is answered 405 (the MCP transport's way to say "no stream here"; clients go on
 without one), so no request can hold a connection open. DELETE, which ends a session, answers 204 to a valid
-token without running an MCP server: there is never a session to end. Any other method: 405.
+token without running an MCP server: there is never a session to end. Any other method: 405. Every refusal
+here is a `gateway.errors.rejection` (a JSON-RPC error with our code in `data`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.background import Supervisor
+from gateway.errors import rejection
 from gateway.tool_support import RuntimeHolder
 from memory.errors import MemoryEngineError
 from ops.metrics import Metrics
@@ -29,7 +30,8 @@ MEMORY_SCOPES = (SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN)
 class McpAuthGate:
     """401 with `WWW-Authenticate` without a valid token; 403 when the token carries no memory scope at all.
 
-    Which scope each tool needs is checked per tool; this gate keeps tokens minted for other services out.
+    Which scope each tool needs is checked per tool; this gate keeps tokens minted for other services out. It
+    never reads the body of a request it refuses, so the JSON-RPC error it answers has `"id": null`.
     """
 
     def __init__(self, app: ASGIApp, resource_metadata_url: str | None = None) -> None:
@@ -39,30 +41,21 @@ class McpAuthGate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         user = scope.get("user")
         if not isinstance(user, AuthenticatedUser):
-            await self._refuse(send, 401, "invalid_token", "a valid bearer token is required")
+            refusal = rejection(
+                "unauthenticated",
+                "a valid bearer token is required",
+                resource_metadata_url=self.resource_metadata_url,
+            )
+        elif not any(s in user.scopes for s in MEMORY_SCOPES):
+            refusal = rejection(
+                "scope_forbidden",
+                "the token carries no memory:* scope",
+                resource_metadata_url=self.resource_metadata_url,
+            )
+        else:
+            await self.app(scope, receive, send)
             return
-        if not any(s in user.scopes for s in MEMORY_SCOPES):
-            await self._refuse(send, 403, "insufficient_scope", "the token carries no memory:* scope")
-            return
-        await self.app(scope, receive, send)
-
-    async def _refuse(self, send: Send, status: int, error: str, description: str) -> None:
-        challenge = f'Bearer realm="hindsight", error="{error}", error_description="{description}"'
-        if self.resource_metadata_url:
-            challenge += f', resource_metadata="{self.resource_metadata_url}"'
-        body = json.dumps({"error": error, "error_description": description}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", challenge.encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await refusal(scope, receive, send)
 
 
 ALLOWED_MCP_METHODS = "POST, DELETE"
@@ -82,20 +75,12 @@ class StatelessMcpMethods:
         elif method == "DELETE":
             await self.delete(scope, receive, send)
         else:
-            body = json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": None,
-                    "error": {
-                        "code": -32000,
-                        "message": "Method Not Allowed: this stateless server offers no stream; send POST",
-                    },
-                }
-            ).encode()
-            response = Response(
-                body, status_code=405, media_type="application/json", headers={"Allow": ALLOWED_MCP_METHODS}
+            refusal = rejection(
+                "method_not_allowed",
+                "Method Not Allowed: this stateless server offers no stream; send POST",
+                headers={"Allow": ALLOWED_MCP_METHODS},
             )
-            await response(scope, receive, send)
+            await refusal(scope, receive, send)
 
 
 async def no_session_to_end(scope: Scope, receive: Receive, send: Send) -> None:

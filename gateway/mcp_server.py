@@ -52,6 +52,9 @@ class GatewayMCPServer(MCPServer):
         if tool is not None:
             make_strict(tool)
 
+    def has_tool(self, name: str) -> bool:
+        return self._tool_manager.get_tool(name) is not None
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:

@@ -52,7 +52,7 @@ async def test_a_burst_over_the_bucket_gets_429_with_retry_after_and_refills(
     assert codes == [200] * 5 + [429] * 3
     assert refused.status_code == 429
     assert int(refused.headers["retry-after"]) >= 1
-    assert refused.json()["error"] == "rate_limited"
+    assert refused.json()["error"]["data"]["code"] == "rate_limited"
     assert other_tenant.status_code == 200
     assert write_bucket.status_code == 200
     assert after_refill.status_code == 200
