@@ -34,6 +34,16 @@ def fingerprint(arguments: dict[str, Any]) -> str:
     return hashlib.sha256(encoded.encode()).hexdigest()
 
 
+def idempotency_key(principal: Principal, tool: str, request_id_argument: object) -> IdempotencyKey | None:
+    """The key of a mutating call: its `request_id` argument, else the request's `Idempotency-Key` header;
+    None without either. Raises `InvalidArgument` on a malformed id. The tool and the rate-limit gate (which
+    looks for a stored answer before taking a write token) both build keys here."""
+    request_id = check_request_id(request_id_argument or idempotency_key_header.get())
+    if request_id is None:
+        return None
+    return IdempotencyKey(principal.tenant, principal.subject, tool, request_id)
+
+
 async def run_idempotent(
     runtime: Runtime,
     principal: Principal,
@@ -41,11 +51,11 @@ async def run_idempotent(
     arguments: dict[str, Any],
     operation: Callable[[], Awaitable[dict[str, Any]]],
 ) -> tuple[CallToolResult, dict[str, Any]]:
-    request_id = check_request_id(arguments.get("request_id") or idempotency_key_header.get())
-    if request_id is None:
+    key = idempotency_key(principal, tool, arguments.get("request_id"))
+    if key is None:
         body = await operation()
         return ok_result(body), body
-    key = IdempotencyKey(principal.tenant, principal.subject, tool, request_id)
+    request_id = key.request_id
     digest = fingerprint(arguments)
     claim = await runtime.idempotency.begin(key, digest)
     if isinstance(claim, Conflict):

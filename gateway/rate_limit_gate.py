@@ -3,10 +3,27 @@
 The gate refuses a body over `max_request_bytes` (413) without parsing it: a `Content-Length` over the limit is
 refused before a byte is read, a streamed body as soon as it grows over the limit. It answers 503 while the
 gateway has no runtime (starting or stopping). Then, when rate limits are on, it parses the JSON-RPC body once
-(and replays it to the MCP app), classifies the call as a read or a write (`tools/call` of a mutating tool is a
-write; everything else is a read), and takes one token from the caller's subject bucket and tenant bucket
-atomically. Over the limit: 429 with `Retry-After`, counted through `on_reject`. When the limiter's backend is
-down it fails open (the default, logged) or answers 503 with `Retry-After`, as configured. Every refusal is a
+(and replays it to the MCP app) and classifies it:
+
+- a `tools/call` of a mutating tool is a *write*, any other `tools/call` a *read*: one token from the caller's
+  subject bucket and tenant bucket of that kind, atomically;
+- any other JSON-RPC message (`initialize`, `server/discover`, `tools/list`, `ping`, notifications, responses)
+  is *protocol*: one token from the subject's protocol bucket, a generous one of its own, so reconnecting
+  clients never spend the tokens of tool calls;
+- a body that is no JSON-RPC message (not JSON, a bare value) is a read; a batch is a write if any of its
+  messages is, a read if any is a `tools/call`, else protocol.
+
+A write that replays a stored answer takes a read token instead of a write token: before taking a token for a
+mutating `tools/call` that carries a request id (its `request_id` argument or the `Idempotency-Key` header) the
+gate asks the idempotency store, read-only, whether that tenant + subject + tool + id has an answer stored; if
+so the call goes on as a read, and the tool answers the stored response (or, if the arguments differ,
+`idempotency_conflict`: nothing is written either way). That is one extra store lookup, made only for mutating
+calls with a request id, so a retry never needs, nor uses up, the write bucket; replays stay bounded by the
+read buckets. (An answer whose retention ends between this look and the tool's own is written again on a read
+token: at most once per request id, a day after the first.)
+
+Over the limit: 429 with `Retry-After`, counted through `on_reject`. When the limiter's backend is down it fails
+open (the default, logged) or answers 503 with `Retry-After`, as configured. Every refusal is a
 `gateway.errors.rejection` whose `id` is the request's (null for a batch, a body that is not JSON, or a body
 not read). The gate also carries the `Idempotency-Key` header to the tools.
 """
@@ -15,16 +32,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import pydantic_core
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.errors import RequestId, rejection
+from gateway.idempotent_calls import idempotency_key
 from gateway.request_context import idempotency_key_header
 from gateway.runtime import Runtime
-from memory.errors import BackendUnavailable
+from memory.errors import BackendUnavailable, InvalidArgument
 from ops.config import Settings, TenantLimits
 from tenancy import Principal, principal_from_access_token
 from tenancy.limits import Bucket, tenant_prefix
@@ -45,32 +64,63 @@ MUTATING_TOOLS = frozenset(
 )
 
 
+CallKind = Literal["read", "write", "protocol"]
+
+
 @dataclass(frozen=True, slots=True)
 class CallFacts:
-    """What the gate reads of a JSON-RPC body: read or write, the request's id, the tool a `tools/call` names."""
+    """What the gate reads of a JSON-RPC body: its kind (which buckets it costs), the request's id, the tool a
+    `tools/call` names and that call's `request_id` argument (as sent: the tool checks it)."""
 
-    kind: str
+    kind: CallKind
     request_id: RequestId | None = None
     tool: str | None = None
+    request_id_argument: object = None
 
 
 def read_call(body: bytes) -> CallFacts:
     """Parse the body once, by the very parser the MCP app uses (pydantic-core's, with its nesting limit), so a
     body it refuses (malformed, or nested deeper than it allows) counts as a read without id here and gets the
-    app's JSON-RPC parse error (HTTP 400), never a RecursionError. A batch is a write if any of its messages is;
-    it has no one id and no one tool."""
+    app's JSON-RPC parse error (HTTP 400), never a RecursionError. A batch has no one id and no one tool."""
     try:
         message = pydantic_core.from_json(body)
     except ValueError:
         return CallFacts("read")
     if isinstance(message, list):
-        kind = "write" if any(_tool_of(item) in MUTATING_TOOLS for item in message) else "read"
-        return CallFacts(kind)
-    tool = _tool_of(message)
-    request_id = message.get("id") if isinstance(message, dict) else None
+        return CallFacts(_batch_kind(message))
+    if not isinstance(message, dict):
+        return CallFacts("read")
+    request_id = message.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         request_id = None
-    return CallFacts("write" if tool in MUTATING_TOOLS else "read", request_id, tool)
+    if not _is_tool_call(message):
+        return CallFacts("protocol" if _is_message(message) else "read", request_id)
+    tool = _tool_of(message)
+    params = message.get("params")
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    argument = arguments.get("request_id") if isinstance(arguments, dict) else None
+    return CallFacts("write" if tool in MUTATING_TOOLS else "read", request_id, tool, argument)
+
+
+def _batch_kind(messages: list[object]) -> CallKind:
+    if any(_tool_of(item) in MUTATING_TOOLS for item in messages):
+        return "write"
+    if not messages or any(_is_tool_call(item) or not _is_message(item) for item in messages):
+        return "read"
+    return "protocol"
+
+
+def _is_tool_call(message: object) -> bool:
+    return isinstance(message, dict) and message.get("method") == "tools/call"
+
+
+def _is_message(message: object) -> bool:
+    """A JSON-RPC request or notification (a string `method`), or a response (`result` or `error`)."""
+    if not isinstance(message, dict):
+        return False
+    if "method" in message:
+        return isinstance(message["method"], str)
+    return "result" in message or "error" in message
 
 
 def _tool_of(message: object) -> str | None:
@@ -81,21 +131,31 @@ def _tool_of(message: object) -> str | None:
     return None
 
 
-def buckets_for(principal: Principal, kind: str, settings: Settings) -> list[Bucket]:
+def buckets_for(principal: Principal, kind: CallKind, settings: Settings) -> list[Bucket]:
+    """The buckets a call of `kind` takes a token from. All keys carry the tenant's hash tag (one Redis Cluster
+    slot): `hs:{tenant}:rl:s:<subject>:<kind>` per subject, `hs:{tenant}:rl:t:<kind>` per tenant (tool calls
+    only: protocol messages are limited per subject)."""
     limits: TenantLimits = settings.rate_limit_tenants.get(principal.tenant, settings.rate_limit_default)
-    per_minute = {
-        ("subject", "read"): limits.subject_read_per_minute,
-        ("subject", "write"): limits.subject_write_per_minute,
-        ("tenant", "read"): limits.tenant_read_per_minute,
-        ("tenant", "write"): limits.tenant_write_per_minute,
-    }
     prefix = f"{tenant_prefix(principal.tenant)}:rl"
-    result = []
-    for level, key in (("subject", f"{prefix}:s:{principal.subject}:{kind}"), ("tenant", f"{prefix}:t:{kind}")):
-        rate = per_minute[(level, kind)] / 60.0
-        result.append(Bucket(key, max(1.0, rate * limits.burst_seconds), rate))
-    return result
+    subject_key = f"{prefix}:s:{principal.subject}:{kind}"
+    if kind == "protocol":
+        return [_bucket(subject_key, limits.subject_protocol_per_minute, limits.protocol_burst_seconds)]
+    if kind == "write":
+        subject_rate, tenant_rate = limits.subject_write_per_minute, limits.tenant_write_per_minute
+    else:
+        subject_rate, tenant_rate = limits.subject_read_per_minute, limits.tenant_read_per_minute
+    return [
+        _bucket(subject_key, subject_rate, limits.burst_seconds),
+        _bucket(f"{prefix}:t:{kind}", tenant_rate, limits.burst_seconds),
+    ]
 
+
+def _bucket(key: str, per_minute: float, burst_seconds: float) -> Bucket:
+    rate = per_minute / 60.0
+    return Bucket(key, max(1.0, rate * burst_seconds), rate)
+
+
+REFUSED: dict[CallKind, str] = {"read": "read requests", "write": "write requests", "protocol": "protocol messages"}
 
 RejectionObserver = Callable[[CallFacts, Principal], None]
 
@@ -151,6 +211,8 @@ class RateLimitGate:
             return
         facts = read_call(body)
         principal = principal_from_access_token(user.access_token)
+        if facts.kind == "write" and await self._answer_is_stored(runtime, principal, facts):
+            facts = replace(facts, kind="read")  # a replay reads the stored answer: no write token
         try:
             decision = await limiter.acquire(buckets_for(principal, facts.kind, self.settings))
         except BackendUnavailable as exc:
@@ -168,13 +230,32 @@ class RateLimitGate:
                 self.on_reject(facts, principal)
             refusal = rejection(
                 "rate_limited",
-                f"too many {facts.kind} requests; slow down",
+                f"too many {REFUSED[facts.kind]}; slow down",
                 request_id=facts.request_id,
                 retry_after_seconds=decision.retry_after_seconds,
             )
             await refusal(scope, replay, send)
             return
         await self.app(scope, replay, send)
+
+    @staticmethod
+    async def _answer_is_stored(runtime: Runtime, principal: Principal, facts: CallFacts) -> bool:
+        """Whether this mutating `tools/call` names, by its request id, a call of the same caller and tool whose
+        answer is stored. A malformed id, or a store that cannot answer, is a no: the call costs a write token
+        as any other (and the tool reports the malformed id)."""
+        if facts.tool is None:
+            return False
+        try:
+            key = idempotency_key(principal, facts.tool, facts.request_id_argument)
+        except InvalidArgument:
+            return False
+        if key is None:
+            return False
+        try:
+            return await runtime.idempotency.done_response(key) is not None
+        except BackendUnavailable as exc:
+            logger.warning("idempotency store unavailable, charging a write token: %s", exc.message)
+            return False
 
     async def _buffer(self, receive: Receive, headers: dict[bytes, bytes]) -> tuple[bytes | None, Receive]:
         """The whole body and a `receive` that replays it, or None as soon as the body is known to be over the

@@ -13,14 +13,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class TenantLimits(BaseModel):
-    """Token-bucket rates for one tenant: per subject (agent) and for the whole tenant, reads and writes apart.
-    A bucket holds `burst_seconds` worth of requests."""
+    """Token-bucket rates for one tenant: tool calls per subject (agent) and for the whole tenant, reads and
+    writes apart, and protocol messages (every JSON-RPC method but `tools/call`: `initialize`, `tools/list`,
+    notifications, ...) per subject in a bucket of their own, so reconnecting agents never spend tool-call
+    tokens. A tool-call bucket holds `burst_seconds` worth of requests, the protocol bucket
+    `protocol_burst_seconds` worth (by default 300 messages: 100 SDK clients reconnecting at once)."""
 
     subject_read_per_minute: float = Field(600, gt=0)
     subject_write_per_minute: float = Field(120, gt=0)
     tenant_read_per_minute: float = Field(6000, gt=0)
     tenant_write_per_minute: float = Field(1200, gt=0)
     burst_seconds: float = Field(10, gt=0)
+    subject_protocol_per_minute: float = Field(600, gt=0)
+    protocol_burst_seconds: float = Field(30, gt=0)
 
 
 class ScoringOverrides(BaseModel):

@@ -4,7 +4,8 @@ and `run_claimed`, which keeps a running call's claim alive.
 Both stores implement `tenancy.limits.IdempotencyStore` and own the record of one idempotency key: a *pending*
 claim while the first call runs, then the *done* record (arguments fingerprint + first response) for the
 retention period. `begin` claims atomically; concurrent calls with the same key and fingerprint wait for the
-claimer and replay its response; another fingerprint is a `Conflict`.
+claimer and replay its response; another fingerprint is a `Conflict`. `done_response` only looks: the rate-limit
+gate asks it whether a call is a replay (which then takes no write token).
 
 A claim is a lease (`lease_seconds`, 5 s by default) that the running call renews every third of the lease
 (`run_claimed`). A call that dies (SIGKILL, a lost replica) stops renewing, so a retry waits at most one lease
@@ -178,6 +179,14 @@ class InProcessIdempotency:
         if entry is not None:
             entry.finished.set()
 
+    async def done_response(self, key: IdempotencyKey) -> dict[str, Any] | None:
+        self._drop_expired()
+        entry = self._entries.get(key)
+        if entry is None or not entry.done:
+            return None
+        assert entry.response is not None
+        return copy.deepcopy(entry.response)
+
     async def abandon(self, key: IdempotencyKey) -> None:
         entry = self._entries.get(key)
         if entry is not None and not entry.done:
@@ -308,6 +317,19 @@ class RedisIdempotency:
         with _redis_errors():
             await self._complete(keys=[redis_key], args=[fingerprint, done, self._retention_ms])
         self._owned.pop(redis_key, None)
+
+    async def done_response(self, key: IdempotencyKey) -> dict[str, Any] | None:
+        with _redis_errors():
+            current = await self._client.get(key.redis_key)
+        if current is None:
+            return None
+        record = _decode(current)
+        if record.get("state") != "done":
+            return None
+        response = record.get("response")
+        if not isinstance(response, dict):
+            raise BackendUnavailable("idempotency store (redis) holds a malformed record")
+        return response
 
     async def abandon(self, key: IdempotencyKey) -> None:
         redis_key = key.redis_key

@@ -72,6 +72,12 @@ class IdempotencyStore(Protocol):
         """Store the first response for the retention period (24 h by default)."""
         ...
 
+    async def done_response(self, key: IdempotencyKey) -> dict[str, Any] | None:
+        """The response stored for `key` by a completed call, else None (no record, or a call still running):
+        a read-only look that never claims, waits or renews. Raises `BackendUnavailable` when the store cannot
+        answer."""
+        ...
+
     async def abandon(self, key: IdempotencyKey) -> None:
         """Release a claim whose call failed, so a retry can run it again."""
         ...

@@ -206,10 +206,10 @@ async def test_a_call_over_the_rate_limit_gets_429_with_its_id_and_retry_time(
     async with running(create_app(settings, clock=clock)) as app, client(app, mint()) as http:
         allowed = await http.post("/mcp", json=tool_call("whoami", call_id=1))
         refused = await http.post("/mcp", json=tool_call("whoami", call_id="call-2"))
-        numbered = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
+        numbered = await http.post("/mcp", json=tool_call("recall_memory", call_id=9, query="tea"))
         batch = await http.post("/mcp", json=[tool_call("whoami", call_id=3)])
         not_json = await http.post("/mcp", content=b"{not json")
-        boolean_id = await http.post("/mcp", json={"jsonrpc": "2.0", "id": True, "method": "tools/list"})
+        boolean_id = await http.post("/mcp", json=tool_call("whoami", call_id=True))
     assert allowed.status_code == 200
     retry = int(refused.headers["retry-after"])
     assert retry >= 1
@@ -229,7 +229,7 @@ async def test_the_sdk_client_over_its_rate_limit_raises_rate_limited_with_the_r
     settings = make_settings(tmp_path / "data", rate_limit_default=FIVE_READS)
     async with running(create_app(settings, clock=clock)) as app, mcp_session(app, mint()) as session:
         with pytest.raises(MCPError) as raised:
-            await whoami_until_refused(session)  # the bucket holds 5; connecting took some of them
+            await whoami_until_refused(session)  # the bucket holds 5; connecting (protocol messages) took none
     assert raised.value.code == -32010
     assert raised.value.data["code"] == "rate_limited"
     assert raised.value.data["retryable"] is True
@@ -249,7 +249,7 @@ async def test_rate_limited_calls_are_counted_as_tool_calls_by_tool(
                 tool_call("recall_memory", query="tea"),
                 tool_call("recall_memory", query="coffee"),
                 tool_call("no_such_tool_of_a_caller_minting_labels"),
-                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}},  # names no tool
             ):
                 assert (await http.post("/mcp", json=body)).status_code == 429
         text = await metrics_text(app)
@@ -260,6 +260,30 @@ async def test_rate_limited_calls_are_counted_as_tool_calls_by_tool(
     assert "no_such_tool" not in text
     assert 'hindsight_rate_limit_rejections_total{kind="read"} 5.0' in text
     assert "hindsight_recall_latency_seconds_count 0.0" in text  # a refused call has no latency to record
+
+
+async def test_protocol_messages_over_their_own_bucket_get_429_counted_as_protocol_rejections(
+    tmp_path: Path, clock: ManualClock, mint: Mint
+) -> None:
+    one_message = TenantLimits(subject_protocol_per_minute=60, protocol_burst_seconds=1)  # refilled never here
+    settings = make_settings(tmp_path / "data", rate_limit_default=one_message)
+    async with running(create_app(settings, clock=clock)) as app:
+        async with client(app, mint()) as http:
+            listed = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            refused = await http.post("/mcp", json={"jsonrpc": "2.0", "id": "p-2", "method": "ping"})
+            notification = await http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            tool = await http.post("/mcp", json=tool_call("whoami", call_id=4))
+        text = await metrics_text(app)
+    assert listed.status_code == 200
+    retry = int(refused.headers["retry-after"])
+    message = "too many protocol messages; slow down"
+    assert refused.status_code == 429
+    assert refused.json() == refusal(-32010, "rate_limited", message, request_id="p-2", retry_after=retry)
+    assert notification.status_code == 429
+    assert notification.json() == refusal(-32010, "rate_limited", message, retry_after=retry)
+    assert tool.status_code == 200  # tool calls have buckets of their own
+    assert 'hindsight_tool_calls_total{outcome="rate_limited",tool="-"} 2.0' in text
+    assert 'hindsight_rate_limit_rejections_total{kind="protocol"} 2.0' in text
 
 
 # --- 503 ----------------------------------------------------------------------------------------------------

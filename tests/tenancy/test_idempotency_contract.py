@@ -1,6 +1,7 @@
 """The `IdempotencyStore` contract, run against `InProcessIdempotency` and `RedisIdempotency` (on a real
 redis-server and on a real Redis Cluster): first call starts, retries replay, other arguments conflict, racing
-retries run the tool once, a running call keeps its claim while a dead call's claim is taken over by one retry."""
+retries run the tool once, a running call keeps its claim while a dead call's claim is taken over by one retry,
+and `done_response` shows a completed call's response without claiming anything."""
 
 from __future__ import annotations
 
@@ -171,6 +172,56 @@ async def test_keys_of_other_tenants_subjects_tools_and_request_ids_are_independ
     assert [await store.begin(key, "fp-other") for key in others] == [Started()] * 4
 
 
+async def test_done_response_is_none_until_the_call_completes_and_then_the_stored_response(
+    store: IdempotencyStore,
+) -> None:
+    assert await store.done_response(KEY) is None
+    await store.begin(KEY, "fp-1")
+    assert await store.done_response(KEY) is None  # in flight: nothing stored yet
+
+    await store.complete(KEY, "fp-1", RESPONSE)
+
+    assert await store.done_response(KEY) == RESPONSE
+    assert await store.done_response(KEY) == RESPONSE
+
+
+async def test_looking_up_a_done_response_claims_renews_and_changes_nothing(store: IdempotencyStore) -> None:
+    assert await store.done_response(KEY) is None
+    assert await store.begin(KEY, "fp-1") == Started()  # the look did not claim the key
+    assert await store.done_response(KEY) is None
+    assert await store.renew(KEY) is True  # ... nor take the running call's claim
+    await store.complete(KEY, "fp-1", RESPONSE)
+
+    looked = await store.done_response(KEY)
+    assert looked is not None
+    looked["status"] = "changed by the caller"
+
+    assert await store.done_response(KEY) == RESPONSE
+    assert await store.begin(KEY, "fp-1") == Replay(RESPONSE)
+
+
+async def test_an_abandoned_call_has_no_done_response(store: IdempotencyStore) -> None:
+    await store.begin(KEY, "fp-1")
+    await store.abandon(KEY)
+
+    assert await store.done_response(KEY) is None
+
+
+async def test_done_responses_of_other_tenants_subjects_tools_and_request_ids_are_apart(
+    store: IdempotencyStore,
+) -> None:
+    await store.begin(KEY, "fp-1")
+    await store.complete(KEY, "fp-1", RESPONSE)
+    others = [
+        IdempotencyKey("globex", KEY.subject, KEY.tool, KEY.request_id),
+        IdempotencyKey(KEY.tenant, "agent-2", KEY.tool, KEY.request_id),
+        IdempotencyKey(KEY.tenant, KEY.subject, "forget", KEY.request_id),
+        IdempotencyKey(KEY.tenant, KEY.subject, KEY.tool, "req-2"),
+    ]
+
+    assert [await store.done_response(key) for key in others] == [None] * 4
+
+
 async def test_waiting_longer_than_the_wait_timeout_is_backend_unavailable(make_store: StoreFactory) -> None:
     store = make_store(wait_timeout_seconds=0.2)
     await store.begin(KEY, "fp-1")
@@ -298,6 +349,8 @@ async def test_redis_down_is_backend_unavailable_and_the_same_client_recovers(ow
         await store.complete(KEY, "fp-1", RESPONSE)
     with pytest.raises(BackendUnavailable):
         await store.abandon(KEY)
+    with pytest.raises(BackendUnavailable):
+        await store.done_response(KEY)
     with pytest.raises(BackendUnavailable):
         await store.ping()
 
