@@ -87,7 +87,7 @@ class Metrics:
             registry=self.registry,
         )  # fmt: skip
         self.rate_limit_rejections = Counter(
-            "hindsight_rate_limit_rejections", "Requests refused by rate limits, by kind (read, write, protocol).", ["kind"],
+            "hindsight_rate_limit_rejections", "Requests refused by rate limits (read, write, protocol).", ["kind"],
             registry=self.registry,
         )  # fmt: skip
         self.idempotent_replays = Counter(
