@@ -157,19 +157,21 @@ async def test_abandon_leaves_a_completed_record_alone(store: IdempotencyStore) 
     assert await store.begin(KEY, "fp-1") == Replay(RESPONSE)
 
 
+# KEY with another tenant, subject, tool or request id
+OTHER_KEYS = [
+    IdempotencyKey("globex", KEY.subject, KEY.tool, KEY.request_id),
+    IdempotencyKey(KEY.tenant, "agent-2", KEY.tool, KEY.request_id),
+    IdempotencyKey(KEY.tenant, KEY.subject, "forget", KEY.request_id),
+    IdempotencyKey(KEY.tenant, KEY.subject, KEY.tool, "req-2"),
+]
+
+
 async def test_keys_of_other_tenants_subjects_tools_and_request_ids_are_independent(
     store: IdempotencyStore,
 ) -> None:
     await store.begin(KEY, "fp-1")
     await store.complete(KEY, "fp-1", RESPONSE)
-    others = [
-        IdempotencyKey("globex", KEY.subject, KEY.tool, KEY.request_id),
-        IdempotencyKey(KEY.tenant, "agent-2", KEY.tool, KEY.request_id),
-        IdempotencyKey(KEY.tenant, KEY.subject, "forget", KEY.request_id),
-        IdempotencyKey(KEY.tenant, KEY.subject, KEY.tool, "req-2"),
-    ]
-
-    assert [await store.begin(key, "fp-other") for key in others] == [Started()] * 4
+    assert [await store.begin(key, "fp-other") for key in OTHER_KEYS] == [Started()] * 4
 
 
 async def test_done_response_is_none_until_the_call_completes_and_then_the_stored_response(
@@ -212,14 +214,7 @@ async def test_done_responses_of_other_tenants_subjects_tools_and_request_ids_ar
 ) -> None:
     await store.begin(KEY, "fp-1")
     await store.complete(KEY, "fp-1", RESPONSE)
-    others = [
-        IdempotencyKey("globex", KEY.subject, KEY.tool, KEY.request_id),
-        IdempotencyKey(KEY.tenant, "agent-2", KEY.tool, KEY.request_id),
-        IdempotencyKey(KEY.tenant, KEY.subject, "forget", KEY.request_id),
-        IdempotencyKey(KEY.tenant, KEY.subject, KEY.tool, "req-2"),
-    ]
-
-    assert [await store.done_response(key) for key in others] == [None] * 4
+    assert [await store.done_response(key) for key in OTHER_KEYS] == [None] * 4
 
 
 async def test_waiting_longer_than_the_wait_timeout_is_backend_unavailable(make_store: StoreFactory) -> None:
