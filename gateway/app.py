@@ -30,6 +30,7 @@ from gateway.http import (
     livez_endpoint,
     metrics_endpoint,
     no_session_to_end,
+    protected_resource_endpoint,
     readyz_endpoint,
 )
 from gateway.maintenance import gauge_loop, maintenance_loop
@@ -40,7 +41,7 @@ from gateway.runtime import open_runtime
 from gateway.tool_support import RuntimeHolder
 from memory.clock import Clock
 from memory.stores.payload import skipped_payloads
-from ops.config import Settings
+from ops.config import PROTECTED_RESOURCE_PATH, Settings
 from ops.metrics import Metrics
 from ops.telemetry import build_tracer_provider, tracer_from
 from tenancy import ClaimNames, JwtSettings, JwtVerifier, Principal, load_or_create_dev_secret, read_public_keys
@@ -126,9 +127,10 @@ def create_app(
     supervisor = Supervisor(count_background_error, count_background_round)
     mcp_endpoint = StatelessMcpMethods(
         post=McpAuthGate(
-            RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, holder.current, count_rejection)
+            RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, holder.current, count_rejection),
+            settings.resource_metadata_url,
         ),
-        delete=McpAuthGate(no_session_to_end),
+        delete=McpAuthGate(no_session_to_end, settings.resource_metadata_url),
     )
 
     @asynccontextmanager
@@ -161,6 +163,8 @@ def create_app(
             Route("/mcp", mcp_endpoint),  # every method: StatelessMcpMethods answers 405 to those it does not take
             Route("/mcp/", mcp_endpoint),
             Route("/livez", livez_endpoint(holder, supervisor), methods=["GET"]),
+            Route(PROTECTED_RESOURCE_PATH, protected_resource_endpoint(settings), methods=["GET"]),
+            Route(PROTECTED_RESOURCE_PATH + "/mcp", protected_resource_endpoint(settings), methods=["GET"]),
             Route("/readyz", readyz_endpoint(holder), methods=["GET"]),
             Route("/metrics", metrics_endpoint(telemetry.metrics), methods=["GET"]),
             *debug_routes(settings, holder, telemetry.metrics),

@@ -1,4 +1,6 @@
-"""Plain HTTP surface: the method and bearer-token gates in front of `/mcp`, and the `/livez` and `/readyz` probes.
+"""Plain HTTP surface: the method and bearer-token gates in front of `/mcp`, the `/livez` and `/readyz` probes, and
+the RFC 9728 protected-resource metadata of `/mcp` (which a 401's `WWW-Authenticate` names as
+`resource_metadata`, so an MCP client finds the token issuer and scopes instead of guessing an OAuth flow).
 
 `/mcp` is stateless (no sessions, JSON answers): POST carries every JSON-RPC message. GET, which would open a
 server-to-client SSE stream, is answered 405 (the MCP transport's way to say "no stream here"; clients go on
@@ -21,6 +23,7 @@ from gateway.background import Supervisor
 from gateway.errors import rejection
 from gateway.tool_support import RuntimeHolder
 from memory.errors import MemoryEngineError
+from ops.config import Settings
 from ops.metrics import Metrics
 from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE
 
@@ -133,6 +136,23 @@ def readyz_endpoint(holder: RuntimeHolder) -> Callable[[Request], Awaitable[JSON
         )
 
     return readyz
+
+
+def protected_resource_endpoint(settings: Settings) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """RFC 9728 metadata: the resource (`/mcp`'s public URL), who issues its tokens (the configured JWT issuer),
+    how a token is sent and the scopes it may carry. Public, like the probes."""
+    body: dict[str, object] = {
+        "resource": settings.mcp_url,
+        "authorization_servers": [settings.jwt_issuer] if settings.jwt_issuer else [],
+        "bearer_methods_supported": ["header"],
+        "scopes_supported": list(MEMORY_SCOPES),
+        "resource_name": "hindsight memory gateway",
+    }
+
+    async def metadata(request: Request) -> JSONResponse:
+        return JSONResponse(body, headers={"Cache-Control": "max-age=3600"})
+
+    return metadata
 
 
 def metrics_endpoint(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:

@@ -11,6 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource"  # RFC 9728 §3
+
 
 class TenantLimits(BaseModel):
     """Token-bucket rates for one tenant: tool calls per subject (agent) and for the whole tenant, reads and
@@ -204,6 +206,12 @@ class Settings(BaseSettings):
     def mcp_url(self) -> str:
         base = self.public_url or f"http://{_url_host(self.host)}:{self.port}"
         return base.rstrip("/") + "/mcp"
+
+    @property
+    def resource_metadata_url(self) -> str:
+        """Where the RFC 9728 protected-resource metadata of `/mcp` is served (named in `WWW-Authenticate`)."""
+        base = self.public_url or f"http://{_url_host(self.host)}:{self.port}"
+        return base.rstrip("/") + PROTECTED_RESOURCE_PATH + "/mcp"
 
     @property
     def embedded(self) -> bool:

@@ -100,6 +100,29 @@ async def whoami_until_refused(session: Client) -> None:
         await session.call_tool("whoami", {})
 
 
+METADATA_URL = "http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp"  # the test settings' host and port
+
+
+async def test_the_protected_resource_metadata_names_the_resource_its_scopes_and_how_a_token_is_sent(
+    app: Starlette,
+) -> None:
+    async with client(app) as http:
+        metadata = await http.get("/.well-known/oauth-protected-resource/mcp")
+        bare = await http.get("/.well-known/oauth-protected-resource")
+    assert metadata.status_code == bare.status_code == 200
+    assert (
+        metadata.json()
+        == bare.json()
+        == {
+            "resource": "http://127.0.0.1:8080/mcp",
+            "authorization_servers": [],
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": ["memory:read", "memory:write", "memory:admin"],
+            "resource_name": "hindsight memory gateway",
+        }
+    )
+
+
 # --- 401 and 403 --------------------------------------------------------------------------------------------
 
 
@@ -109,7 +132,8 @@ async def test_a_missing_token_gets_401_with_a_challenge_and_a_json_rpc_error_wi
     assert response.status_code == 401
     assert response.headers["content-type"] == "application/json"
     assert response.headers["www-authenticate"] == (
-        'Bearer realm="hindsight", error="invalid_token", error_description="a valid bearer token is required"'
+        'Bearer realm="hindsight", error="invalid_token", error_description="a valid bearer token is required", '
+        f'resource_metadata="{METADATA_URL}"'
     )
     assert "retry-after" not in response.headers
     assert response.json() == refusal(-32003, "unauthenticated", "a valid bearer token is required")
@@ -131,7 +155,8 @@ async def test_a_token_without_any_memory_scope_gets_403_with_a_json_rpc_error(a
         response = await http.post("/mcp", json=tool_call("whoami"))
     assert response.status_code == 403
     assert response.headers["www-authenticate"] == (
-        'Bearer realm="hindsight", error="insufficient_scope", error_description="the token carries no memory:* scope"'
+        'Bearer realm="hindsight", error="insufficient_scope", '
+        f'error_description="the token carries no memory:* scope", resource_metadata="{METADATA_URL}"'
     )
     assert response.json() == refusal(-32004, "scope_forbidden", "the token carries no memory:* scope")
 
