@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import calendar
 import re
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from itertools import islice
 
 from memory.pipeline.budget import CpuBudget, check
-from memory.pipeline.prospective import PERMANENT, Quotes, Reading, names_today, without_header
+from memory.pipeline.prospective import PERMANENT, Quotes, Sentences, names_today, without_header
 from memory.pipeline.text import nfkc
 
 _WEEKDAYS_EN = {
@@ -285,10 +284,6 @@ _AHEAD_ONLY = frozenset(
 )
 # An offset from now unless the sentence is in the past tense, where it is a duration ("finished it in 3 days").
 _OFFSET = frozenset({"in_days", "in_hours"})
-_SENTENCE_PUNCTUATION = ".!?;。！？；"
-# a run of punctuation is tried from its first mark only, never given back (it was retried from each: quadratic)
-# Chinese marks end a sentence without a space after them ("...看电影。你有...").
-_SENTENCE_END = re.compile(rf"(?<![{_SENTENCE_PUNCTUATION}])[{_SENTENCE_PUNCTUATION}]++(?:\s+|$|(?<=[。！？；]))|\n")
 _SAME_DAY = re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b|今[天日晚早夜]", re.IGNORECASE)
 
 
@@ -354,50 +349,10 @@ def _candidates(text: str, today: date, budget: CpuBudget | None) -> Iterator[tu
         yield "today", match, today
 
 
-class _Sentences:
-    """The sentences of a text, found in one pass, and how each reads (`prospective.Reading`, tested once per
-    sentence; testing the sentence around each match again cost a scan of the whole text per match: 7 s for 8,000
-    characters of "Dec 5 " with no sentence end)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        ends = list(_SENTENCE_END.finditer(text))
-        self._ends = [m.end() for m in ends]
-        self._starts = [m.start() for m in ends]
-        self._readings: dict[tuple[int, int], Reading] = {}
-
-    def around(self, start: int, end: int) -> tuple[int, int]:
-        """The span of the sentence that holds [start, end): after the last sentence end before `start` (or a run
-        of sentence punctuation right before it) up to the end of the first one from `end` ("?" is read too)."""
-        before = bisect_right(self._ends, start)
-        left = self._ends[before - 1] if before else 0
-        if start > left and self.text[start - 1] in _SENTENCE_PUNCTUATION:
-            left = start
-        after = bisect_left(self._starts, end)
-        return left, self._ends[after] if after < len(self._ends) else len(self.text)  # with its end mark
-
-    def others(self, span: tuple[int, int]) -> Iterator[Reading]:
-        """How each sentence that does not overlap `span` reads (each tested once)."""
-        left = 0
-        for right in [*self._ends, len(self.text)]:
-            if (right <= span[0] or left >= span[1]) and self.text[left:right].strip():
-                if (left, right) not in self._readings:
-                    self._readings[(left, right)] = Reading.of(self.text[left:right])
-                yield self._readings[(left, right)]
-            left = right
-
-    def reading(self, start: int, end: int) -> Reading:
-        """How the sentence around [start, end) reads: past, refused as a plan, with a cue of one."""
-        span = self.around(start, end)
-        if span not in self._readings:
-            self._readings[span] = Reading.of(self.text[span[0] : span[1]])
-        return self._readings[span]
-
-
 _DEADLINE_WORDS = ("by", "before", "until", "till", "due")  # "send it by Thursday" ("周五前" in Chinese)
 
 
-def _looks_ahead(rule: str, match: re.Match[str], day: date, today: date, sentences: _Sentences) -> bool:
+def _looks_ahead(rule: str, match: re.Match[str], day: date, today: date, sentences: Sentences) -> bool:
     """Whether the phrase `match`, resolved to `day`, states a plan about a time after the statement."""
     reading = sentences.reading(match.start(), match.end())
     if reading.refused:
@@ -425,7 +380,7 @@ def find_expiry(content: str, reference: datetime, budget: CpuBudget | None = No
     if PERMANENT.search(text):
         return None
     today = reference.date()
-    sentences = _Sentences(text)
+    sentences = Sentences(text)
     quotes = Quotes(text)
     best: TimeBound | None = None
     best_span = (0, 0)
