@@ -5,8 +5,9 @@ Corpora, the way users log them: LoCoMo dev (each turn as "[1:56 pm on 8 May, 20
 query as the text, `occurred_at` = its history date, a namespace per user, written by that user). Each write goes
 through `MemoryService.write` (default pipeline, embedded engine, WordLlama) with a `ManualClock` one second after
 the turn's time, as a live gateway would receive it. At the end of each namespace's ingestion its memories are
-listed from the store and counted: expired by then, superseded, merged (writes that updated an older memory in
-place: the older wording is gone), skipped (chit-chat; exact repeats apart), and the turns still visible.
+listed from the store and counted: plans whose day had passed by then (kept, demoted in recall) or is still
+ahead, superseded, merged (writes that updated an older memory in place: the older wording is gone), skipped
+(chit-chat; exact repeats apart), and the turns still visible.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from bench.decision_set import DATASETS, header_time, memorybank, memorybank_time, parse_locomo_time, read_json
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
-from memory.hidden import plan_until
+from memory.hidden import is_in_state, plan_until
 from memory.models import Memory, WriteStatus
 from memory.ports import ListQuery
 from memory.requests import WriteRequest
@@ -51,8 +52,8 @@ class Hidden:
     merged: int = 0  # stored by updating an older memory in place
     memories: int = 0  # memories listed at the end (each written turn that created one)
     superseded: int = 0  # memories marked superseded at the end
-    expired: int = 0  # plans whose day had passed at the end of their namespace's ingestion (kept, demoted)
-    expiring: int = 0  # memories with an expiry still ahead at the end
+    passed_plans: int = 0  # plans whose day had passed at the end of their namespace's ingestion (kept, demoted)
+    plans_ahead: int = 0  # plans whose day was still ahead at the end
     visible: int = 0  # memories live and current at the end, passed plans included (one turn's text each)
 
     def share(self, count: int) -> float:
@@ -126,13 +127,13 @@ async def ingest(
         end = ended[namespace]
         for memory in await _listed(store, scope, namespace):
             hidden.memories += 1
-            until = plan_until(memory) or memory.expires_at
-            expired = until is not None and until <= end
+            until = plan_until(memory)
+            passed = until is not None and until <= end
             hidden.superseded += memory.superseded_by is not None
-            hidden.expired += expired
-            hidden.expiring += until is not None and not expired
+            hidden.passed_plans += passed
+            hidden.plans_ahead += until is not None and not passed
             live = memory.deleted_at is None and memory.superseded_by is None
-            hidden.visible += live and not (memory.expires_at is not None and memory.expires_at <= end)
+            hidden.visible += live and not is_in_state(memory, "expired", end)  # a ttl that ran out hides
     return hidden
 
 
@@ -176,7 +177,7 @@ def render(results: Sequence[Hidden]) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for h in results:
-        cells = [h.corpus, str(h.written), pct(h, h.expired), pct(h, h.expiring), pct(h, h.superseded)]
+        cells = [h.corpus, str(h.written), pct(h, h.passed_plans), pct(h, h.plans_ahead), pct(h, h.superseded)]
         cells += [pct(h, h.merged), pct(h, h.skipped), pct(h, h.duplicates), pct(h, h.visible)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines

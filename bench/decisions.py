@@ -144,15 +144,12 @@ def read_decision(outcome: WriteOutcome, earlier_ids: Sequence[str]) -> Got:
     day: date | None = None
     expiry = notes.get("expiry")
     noted = expiry.get("day") if isinstance(expiry, dict) else None
-    if isinstance(noted, str) or memory.expires_at is not None:  # a plan read from the text, or a ttl
+    if isinstance(noted, str):  # a plan read from the text
         kinds.append("expire")
-        day = (
-            date.fromisoformat(noted)
-            if isinstance(noted, str)
-            else memory.expires_at.date()
-            if memory.expires_at
-            else None
-        )
+        day = date.fromisoformat(noted)
+    elif memory.expires_at is not None:  # a ttl
+        kinds.append("expire")
+        day = memory.expires_at.date()
         if isinstance(expiry, dict) and not reason:
             reason = f"expiry rule {expiry.get('rule')}: {expiry.get('phrase')!r}"
     return Got(tuple(kinds), day, targets, reason)

@@ -138,7 +138,7 @@ async def test_a_corpus_slice_ingested_through_the_write_path_accounts_for_every
         await store.close()
     assert hidden.written == 30
     assert hidden.memories == hidden.written - hidden.skipped - hidden.duplicates - hidden.merged
-    assert hidden.visible <= hidden.memories and hidden.expired + hidden.expiring <= hidden.memories
+    assert hidden.visible <= hidden.memories and hidden.passed_plans + hidden.plans_ahead <= hidden.memories
     assert "| slice | 30 |" in "\n".join(decision_corpora.render([hidden]))
 
 
