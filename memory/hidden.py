@@ -53,9 +53,11 @@ def plan_until(memory: Memory) -> datetime | None:
     expiry = pipeline_notes(memory).get("expiry")
     until = expiry.get("until") if isinstance(expiry, dict) else None
     try:
-        return datetime.fromisoformat(until) if isinstance(until, str) else None
+        parsed = datetime.fromisoformat(until) if isinstance(until, str) else None
     except ValueError:
         return None
+    # only what a write could have noted: aware, and inside the years every comparison can hold
+    return parsed if parsed is not None and parsed.tzinfo is not None and 1970 <= parsed.year <= 2201 else None
 
 
 def is_passed_plan(memory: Memory, now: datetime) -> bool:

@@ -3,13 +3,15 @@ memories, an unknown state is refused, and each write tells the observer what it
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from memory import hidden
 from memory.errors import InvalidArgument
 from memory.requests import ListRequest, WriteRequest
 from memory.service import MemoryService
-from tests.memory.conftest import scope
+from tests.memory.conftest import make_memory, scope
 
 pytestmark = pytest.mark.anyio
 
@@ -45,3 +47,11 @@ async def test_each_write_tells_the_observer_what_it_hid(service: MemoryService)
         await service.write(WHO, WriteRequest(content=content, subject="a"))
 
     assert told == [("skipped", 1), ("merged", 1), ("superseded", 1)]  # an exact repeat hides nothing
+
+
+@pytest.mark.parametrize("until", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:00-14:00", "2026-01-01", "soon", 7])
+def test_a_plan_day_no_write_could_have_noted_reads_as_no_plan(until: object) -> None:
+    memory = make_memory("Dentist tomorrow", tenant="acme", metadata={"_pipeline": {"expiry": {"until": until}}})
+
+    assert hidden.plan_until(memory) is None
+    assert not hidden.is_passed_plan(memory, datetime(2026, 6, 1, tzinfo=UTC))
