@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, ToolAnnotations
+from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from gateway.answers import ConsolidateAnswer, ExportAnswer, ImportAnswer, PurgeAnswer
+from gateway.arguments import MAX_IMPORT_BATCH
 from gateway.runtime import Runtime
 from gateway.serialize import RECORD_FIELDS, TIME_FIELDS, memory_json
-from gateway.tool_support import ToolRunner
+from gateway.tool_support import SCOPE_META, current_call
 from memory.consolidation import consolidate as run_consolidation
 from memory.errors import InvalidArgument
 from memory.models import WriteStatus
@@ -30,7 +32,6 @@ from memory.validation import (
 )
 from tenancy import SCOPE_ADMIN, Principal
 
-MAX_IMPORT_BATCH = 500
 AdminNamespace = Annotated[str, Field(description="The namespace to act on, e.g. 'user:42'.")]
 
 
@@ -75,7 +76,7 @@ def check_records(
 
 async def import_records(
     rt: Runtime, principal: Principal, scope: NamespaceScope, namespace: str, records: list[dict[str, Any]]
-) -> dict[str, Any]:
+) -> ImportAnswer:
     """Write exported records into `namespace` through the normal write path; repeats are skipped."""
     imported, skipped = 0, 0
     for request in check_records(records, principal, namespace, rt.memories.limits):
@@ -87,77 +88,68 @@ async def import_records(
     return {"status": "imported", "namespace": namespace, "imported": imported, "skipped": skipped}
 
 
-def register_admin_tools(server: MCPServer, runner: ToolRunner) -> None:
+ADMIN = {SCOPE_META: SCOPE_ADMIN}  # `_meta` of a tool only an admin token may list and call
+
+
+def register_admin_tools(server: MCPServer) -> None:
     admin_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     destructive = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
-    @server.tool(annotations=admin_only)
+    @server.tool(annotations=admin_only, meta=ADMIN)
     async def export_memories(
         namespace: AdminNamespace,
-        limit: Annotated[int | None, Field(description="Records per page (1-200).")] = None,
+        limit: Annotated[int | None, Field(description="Records per page (default 50).")] = None,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
-    ) -> CallToolResult:
+    ) -> ExportAnswer:
         """Admin: export one namespace's memories (content, metadata, provenance, deleted ones too) as JSON
         records, a page at a time. Each record is one JSONL line for import_memories."""
+        call = current_call()
+        page = await call.runtime.memories.list(
+            call.scope, ListRequest(namespace=namespace, include_deleted=True, limit=limit, cursor=cursor)
+        )
+        return {"records": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}
 
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            page = await rt.memories.list(
-                scope, ListRequest(namespace=namespace, include_deleted=True, limit=limit, cursor=cursor)
-            )
-            return {"records": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}
-
-        return await runner.run("export_memories", SCOPE_ADMIN, op)
-
-    @server.tool(annotations=destructive)
+    @server.tool(annotations=destructive, meta=ADMIN)
     async def import_memories(
         namespace: AdminNamespace,
-        records: Annotated[list[dict[str, Any]], Field(description="Exported records (at most 500 per call).")],
+        records: Annotated[list[dict[str, Any]], Field(description="Exported records.")],
         request_id: Annotated[str | None, Field(description="Client-chosen id of this import call.")] = None,
-    ) -> CallToolResult:
+    ) -> ImportAnswer:
         """Admin: import exported records into a namespace, re-embedding them with the current model.
         Records identical to a stored memory are skipped, so an import can be repeated safely."""
+        call = current_call()
+        return await import_records(call.runtime, call.principal, call.scope, namespace, records)
 
-        arguments: dict[str, Any] = {"namespace": namespace, "records": records, "request_id": request_id}
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            return await import_records(rt, principal, scope, namespace, records)
-
-        return await runner.run("import_memories", SCOPE_ADMIN, op, mutation=arguments)
-
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False), meta=ADMIN
+    )
     async def consolidate(
         namespace: Annotated[str | None, Field(description="One namespace; omit for every namespace.")] = None,
         request_id: Annotated[str | None, Field(description="Client-chosen id of this call.")] = None,
-    ) -> CallToolResult:
+    ) -> ConsolidateAnswer:
         """Admin: consolidate related episodic memories into semantic memories (facts and preferences) that
         link to their sources. Runs on a schedule too; call it to do it now."""
-        arguments: dict[str, Any] = {"namespace": namespace, "request_id": request_id}
+        call = current_call()
+        store = call.runtime.store
+        targets = [validate_namespace(namespace)] if namespace else sorted(await store.namespace_counts(call.scope))
+        clusters, written = 0, []
+        for target in targets:
+            result = await run_consolidation(
+                call.runtime.memories, call.scope, target, summarizer=call.runtime.summarizer
+            )
+            clusters += result.clusters
+            written += result.written
+        return {"status": "consolidated", "clusters": clusters, "written": written}
 
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            targets = [validate_namespace(namespace)] if namespace else sorted(await rt.store.namespace_counts(scope))
-            clusters, written = 0, []
-            for target in targets:
-                result = await run_consolidation(rt.memories, scope, target, summarizer=rt.summarizer)
-                clusters += result.clusters
-                written += result.written
-            return {"status": "consolidated", "clusters": clusters, "written": written}
-
-        return await runner.run("consolidate", SCOPE_ADMIN, op, mutation=arguments)
-
-    @server.tool(annotations=destructive)
+    @server.tool(annotations=destructive, meta=ADMIN)
     async def purge_namespace(
         namespace: AdminNamespace,
         confirm: Annotated[str, Field(description="Repeat the namespace name to confirm the hard delete.")],
         request_id: Annotated[str | None, Field(description="Client-chosen id of this call.")] = None,
-    ) -> CallToolResult:
+    ) -> PurgeAnswer:
         """Admin: permanently delete every memory of a namespace. This cannot be undone."""
-
-        arguments: dict[str, Any] = {"namespace": namespace, "confirm": confirm, "request_id": request_id}
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            if confirm != namespace:
-                raise InvalidArgument("confirm must repeat the namespace name exactly")
-            deleted = await rt.memories.purge(scope, namespace)
-            return {"status": "purged", "namespace": namespace, "deleted": deleted}
-
-        return await runner.run("purge_namespace", SCOPE_ADMIN, op, mutation=arguments)
+        if confirm != namespace:
+            raise InvalidArgument("confirm must repeat the namespace name exactly")
+        call = current_call()
+        deleted = await call.runtime.memories.purge(call.scope, namespace)
+        return {"status": "purged", "namespace": namespace, "deleted": deleted}

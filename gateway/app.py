@@ -37,7 +37,7 @@ from gateway.maintenance import gauge_loop, maintenance_loop
 from gateway.mcp_server import build_mcp_server
 from gateway.observability import Telemetry, TraceContextMiddleware, TracedTokenVerifier
 from gateway.rate_limit_gate import CallFacts, RateLimitGate
-from gateway.runtime import open_runtime
+from gateway.runtime import engine_limits, open_runtime
 from gateway.tool_support import RuntimeHolder
 from memory.clock import Clock
 from memory.stores.payload import skipped_payloads
@@ -101,7 +101,7 @@ def create_app(
     telemetry.metrics.undecodable.set_function(lambda: float(skipped_payloads()))
     backend_tracer = telemetry.tracer if provider is not None else None  # no per-call proxies when tracing is off
     verifier = TracedTokenVerifier(JwtVerifier(jwt_settings(settings)), telemetry.tracer)
-    mcp = build_mcp_server(holder, telemetry)
+    mcp = build_mcp_server(holder, telemetry, engine_limits(settings))
     mcp.streamable_http_app(
         streamable_http_path="/",
         stateless_http=True,
@@ -127,7 +127,9 @@ def create_app(
     supervisor = Supervisor(count_background_error, count_background_round)
     mcp_endpoint = StatelessMcpMethods(
         post=McpAuthGate(
-            RateLimitGate(StreamableHTTPASGIApp(mcp.session_manager), settings, holder.current, count_rejection),
+            RateLimitGate(
+                StreamableHTTPASGIApp(mcp.session_manager), settings, holder.current, mcp.is_mutating, count_rejection
+            ),
             settings.resource_metadata_url,
         ),
         delete=McpAuthGate(no_session_to_end, settings.resource_metadata_url),

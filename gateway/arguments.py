@@ -6,6 +6,10 @@ list or object a field wants. `make_strict` swaps that model for a strict subcla
 `extra="forbid"`) and turns off the JSON-in-a-string parsing, so an unknown argument or a wrong JSON type is an
 error naming the field. `argument_problems` then walks every argument value (bounded depth, finite numbers,
 clean strings: `memory.values`) so no tool sees a value the stores could not read back.
+
+`publish_bounds` writes the engine's limits into each tool's published `inputSchema` (lengths, ranges, item
+counts, id patterns, `format: date-time`), so a client or an LLM sees what the engine will accept; the engine
+still checks every one of them and names the field when one is broken.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from pydantic import ConfigDict, ValidationError
 
 from memory.errors import InvalidArgument
+from memory.validation import REQUEST_ID_PATTERN, SESSION_ID_PATTERN, EngineLimits
 from memory.values import MAX_JSON_DEPTH, check_json_value, string_problem
 
 STRICT = ConfigDict(strict=True, extra="forbid", arbitrary_types_allowed=True)
@@ -81,3 +86,43 @@ def argument_problems(arguments: dict[str, Any]) -> list[str]:
         except InvalidArgument as exc:
             problems.append(exc.message)
     return problems
+
+
+MAX_IMPORT_BATCH = 500  # records per import_memories call
+
+
+def bounds(limits: EngineLimits) -> dict[str, dict[str, Any]]:
+    """The JSON Schema keywords of each argument name, wherever a tool has it (what the engine checks)."""
+    ids = {"minLength": 1, "maxLength": 128}
+    instant = {"format": "date-time"}
+    namespaces = {"maxItems": limits.max_namespaces_per_call}
+    return {
+        "content": {"minLength": 1, "maxLength": limits.max_content_chars},
+        "query": {"minLength": 1, "maxLength": limits.max_content_chars},
+        "importance": {"minimum": 0, "maximum": 1},
+        "top_k": {"minimum": 1, "maximum": limits.max_top_k},
+        "limit": {"minimum": 1, "maximum": limits.max_list_limit},
+        "token_budget": {"minimum": 1},
+        "ttl_seconds": {"minimum": 1, "maximum": limits.max_ttl_seconds},
+        "tags": {"maxItems": limits.max_tags, "items": {"type": "string", "maxLength": limits.max_tag_chars}},
+        "session_id": {**ids, "pattern": f"^{SESSION_ID_PATTERN.pattern}$"},
+        "request_id": {**ids, "pattern": f"^{REQUEST_ID_PATTERN.pattern}$"},
+        "occurred_at": instant,
+        "since": instant,
+        "until": instant,
+        "namespaces": namespaces,
+        "share_to": namespaces,
+        "records": {"maxItems": MAX_IMPORT_BATCH},
+    }
+
+
+def publish_bounds(parameters: dict[str, Any], limits: EngineLimits) -> None:
+    """Add `bounds(limits)` to the schema of each argument of a tool's `inputSchema` that has one: to the
+    non-null branch of an optional argument."""
+    table = bounds(limits)
+    for name, schema in parameters.get("properties", {}).items():
+        if name not in table:
+            continue
+        branches = [b for b in schema.get("anyOf", [schema]) if b.get("type") not in (None, "null")]
+        for branch in branches:
+            branch.update(table[name])

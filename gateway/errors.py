@@ -85,17 +85,23 @@ class ToolFailure:
     def to_result(self) -> CallToolResult:
         body = {"error": {"code": self.code, "message": self.message, "retryable": self.retryable}}
         return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+            content=[TextContent(type="text", text=json_text(body))],
             structured_content=body,
             is_error=True,
         )
+
+
+def json_text(body: object) -> str:
+    """The text form of a structured answer, as a tool result carries it: compact (no spaces after separators;
+    an LLM reads every character of it), non-ASCII kept as is."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
 def ok_result(body: dict[str, Any], *, replayed: bool = False) -> CallToolResult:
     """A successful tool result: structured content plus the same JSON as text. A replayed idempotent answer
     carries `_meta` {"hindsight/replayed": true} and the very same content as the first answer."""
     return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+        content=[TextContent(type="text", text=json_text(body))],
         structured_content=body,
         meta={REPLAY_META: True} if replayed else None,
     )

@@ -1,5 +1,6 @@
-"""The MCP server object: the SDK's `MCPServer` with our tools, strict arguments for every tool
-(`gateway.arguments`), and argument errors answered as the stable `invalid_argument` tool error."""
+"""The MCP server object: the SDK's `MCPServer` with our tools, each published with strict arguments and the
+engine's bounds in its `inputSchema` (`gateway.arguments`), each call run through the one tool boundary
+(`gateway.tool_support.ToolBoundary`), and `tools/list` showing a token only the tools its scopes allow."""
 
 from __future__ import annotations
 
@@ -7,15 +8,16 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, Icon, InputRequiredResult, ToolAnnotations
-from pydantic import ValidationError
+from mcp_types import Tool as MCPTool
 
 from gateway.admin_tools import register_admin_tools
-from gateway.arguments import argument_problems, make_strict, validation_problems
+from gateway.arguments import make_strict, publish_bounds
 from gateway.observability import Telemetry
-from gateway.tool_support import RuntimeHolder, ToolRunner, invalid_arguments
+from gateway.tool_support import RuntimeHolder, ToolBoundary, ToolPolicy, current_principal
 from gateway.tools import register_tools
+from memory.validation import EngineLimits
+from tenancy import AuthenticationFailed
 
 INSTRUCTIONS = (
     "Long-term memory for this agent. Call recall_memory before answering when earlier conversations, user "
@@ -25,7 +27,12 @@ INSTRUCTIONS = (
 
 
 class GatewayMCPServer(MCPServer):
-    """Registers every tool with strict arguments and answers argument failures with `invalid_argument`."""
+    """Registers every tool with strict, bounded arguments and runs every call through the tool boundary."""
+
+    def __init__(self, boundary: ToolBoundary, limits: EngineLimits, **kwargs: Any) -> None:
+        self.boundary = boundary
+        self.limits = limits
+        super().__init__(**kwargs)
 
     def add_tool(
         self,
@@ -42,7 +49,7 @@ class GatewayMCPServer(MCPServer):
             fn,
             name=name,
             title=title,
-            description=description,
+            description=description or " ".join((fn.__doc__ or "").split()),  # one line, not the docstring's indent
             annotations=annotations,
             icons=icons,
             meta=meta,
@@ -51,26 +58,41 @@ class GatewayMCPServer(MCPServer):
         tool = self._tool_manager.get_tool(name or fn.__name__)
         if tool is not None:
             make_strict(tool)
+            publish_bounds(tool.parameters, self.limits)
 
     def has_tool(self, name: str) -> bool:
         return self._tool_manager.get_tool(name) is not None
 
+    def is_mutating(self, name: str) -> bool:
+        """Whether the tool `name` changes anything (from its annotations); False for an unknown name."""
+        tool = self._tool_manager.get_tool(name)
+        return tool is not None and ToolPolicy.of(tool).mutating
+
+    async def list_tools(self) -> list[MCPTool]:
+        """The tools the calling token's scopes allow (all of them outside a request: in-process use)."""
+        tools = await super().list_tools()
+        try:
+            principal = current_principal()
+        except AuthenticationFailed:
+            return tools
+        allowed = {
+            tool.name for tool in self._tool_manager.list_tools() if principal.has_scope(ToolPolicy.of(tool).scope)
+        }
+        return [tool for tool in tools if tool.name in allowed]
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> CallToolResult | InputRequiredResult:
-        if problems := argument_problems(arguments):
-            return invalid_arguments(name, problems)
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                return invalid_arguments(name, validation_problems(exc.__cause__))
-            raise
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return await super().call_tool(name, arguments, context)  # the SDK's unknown-tool error
+        return await self.boundary.call(tool, arguments)
 
 
-def build_mcp_server(holder: RuntimeHolder, telemetry: Telemetry) -> GatewayMCPServer:
-    server = GatewayMCPServer(name="hindsight", instructions=INSTRUCTIONS, version="0.1.0")
-    runner = ToolRunner(holder, telemetry)
-    register_tools(server, runner)
-    register_admin_tools(server, runner)
+def build_mcp_server(holder: RuntimeHolder, telemetry: Telemetry, limits: EngineLimits) -> GatewayMCPServer:
+    server = GatewayMCPServer(
+        ToolBoundary(holder, telemetry), limits, name="hindsight", instructions=INSTRUCTIONS, version="0.1.0"
+    )
+    register_tools(server)
+    register_admin_tools(server)
     return server

@@ -5,7 +5,8 @@ refused before a byte is read, a streamed body as soon as it grows over the limi
 gateway has no runtime (starting or stopping). Then, when rate limits are on, it parses the JSON-RPC body once
 (and replays it to the MCP app) and classifies it:
 
-- a `tools/call` of a mutating tool is a *write*, any other `tools/call` a *read*: one token from the caller's
+- a `tools/call` of a mutating tool (one whose annotations are not `readOnlyHint`) is a *write*, any other
+  `tools/call` a *read*: one token from the caller's
   subject bucket and tenant bucket of that kind, atomically;
 - any other JSON-RPC message (`initialize`, `server/discover`, `tools/list`, `ping`, notifications, responses)
   is *protocol*: one token from the subject's protocol bucket, a generous one of its own, so reconnecting
@@ -50,19 +51,7 @@ from tenancy.limits import Bucket, tenant_prefix
 
 logger = logging.getLogger("hindsight.ratelimit")
 
-MUTATING_TOOLS = frozenset(
-    {
-        "write_memory",
-        "forget_memory",
-        "restore_memory",
-        "record_turn",
-        "update_working_memory",
-        "import_memories",
-        "purge_namespace",
-        "consolidate",
-    }
-)
-
+IsMutating = Callable[[str], bool]  # whether a tool changes anything: its annotations (GatewayMCPServer)
 
 CallKind = Literal["read", "write", "protocol"]
 
@@ -78,7 +67,7 @@ class CallFacts:
     request_id_argument: object = None
 
 
-def read_call(body: bytes) -> CallFacts:
+def read_call(body: bytes, mutating: IsMutating) -> CallFacts:
     """Parse the body once, by the very parser the MCP app uses (pydantic-core's, with its nesting limit), so a
     body it refuses (malformed, or nested deeper than it allows) counts as a read without id here and gets the
     app's JSON-RPC parse error (HTTP 400), never a RecursionError. A batch has no one id and no one tool."""
@@ -87,7 +76,7 @@ def read_call(body: bytes) -> CallFacts:
     except ValueError:
         return CallFacts("read")
     if isinstance(message, list):
-        return CallFacts(_batch_kind(message))
+        return CallFacts(_batch_kind(message, mutating))
     if not isinstance(message, dict):
         return CallFacts("read")
     request_id = message.get("id")
@@ -99,11 +88,11 @@ def read_call(body: bytes) -> CallFacts:
     params = message.get("params")
     arguments = params.get("arguments") if isinstance(params, dict) else None
     argument = arguments.get("request_id") if isinstance(arguments, dict) else None
-    return CallFacts("write" if tool in MUTATING_TOOLS else "read", request_id, tool, argument)
+    return CallFacts("write" if tool is not None and mutating(tool) else "read", request_id, tool, argument)
 
 
-def _batch_kind(messages: list[object]) -> CallKind:
-    if any(_tool_of(item) in MUTATING_TOOLS for item in messages):
+def _batch_kind(messages: list[object], mutating: IsMutating) -> CallKind:
+    if any(mutating(tool) for item in messages if (tool := _tool_of(item)) is not None):
         return "write"
     if not messages or any(_is_tool_call(item) or not _is_message(item) for item in messages):
         return "read"
@@ -169,10 +158,12 @@ class RateLimitGate:
         app: ASGIApp,
         settings: Settings,
         runtime: Callable[[], Runtime | None],
+        mutating: IsMutating,
         on_reject: RejectionObserver | None = None,
     ) -> None:
         self.app = app
         self.settings = settings
+        self.mutating = mutating
         self.runtime = runtime
         self.on_reject = on_reject
 
@@ -201,7 +192,7 @@ class RateLimitGate:
             refusal = rejection(
                 "backend_unavailable",
                 "the gateway is starting or stopping; retry shortly",
-                request_id=read_call(body).request_id,
+                request_id=read_call(body, self.mutating).request_id,
             )
             await refusal(scope, replay, send)
             return
@@ -209,7 +200,7 @@ class RateLimitGate:
         if limiter is None:
             await self.app(scope, replay, send)
             return
-        facts = read_call(body)
+        facts = read_call(body, self.mutating)
         principal = principal_from_access_token(user.access_token)
         if facts.kind == "write" and await self._answer_is_stored(runtime, principal, facts):
             facts = replace(facts, kind="read")  # a replay reads the stored answer: no write token

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+from gateway.answers import Hit, RecallAnswer, Record, SessionAnswer, WriteExplanation
+from gateway.errors import json_text
 from memory.linking import pipeline_notes
 from memory.models import Memory, RecallHit, WorkingMemory, WriteOutcome
+from memory.scoring import estimate_tokens
 
 # The fields of an exported record (`memory_json`), and those of them that are times
 RECORD_FIELDS = frozenset(
@@ -23,8 +26,8 @@ def iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat().replace("+00:00", "Z")
 
 
-def memory_json(memory: Memory) -> dict[str, Any]:
-    return {
+def memory_json(memory: Memory) -> Record:
+    record = {
         "id": memory.id,
         "namespace": memory.namespace,
         "kind": memory.kind.value,
@@ -45,32 +48,62 @@ def memory_json(memory: Memory) -> dict[str, Any]:
         "superseded_by": memory.superseded_by,
         "source": {"subject": memory.source.subject, "request_id": memory.source.request_id},
     }
+    return cast(Record, record)
 
 
-def hit_json(hit: RecallHit, explain: bool) -> dict[str, Any]:
-    body = memory_json(hit.memory)
+LEAN_FIELDS = ("id", "namespace", "content")  # with `when` and `score`: a recall hit by default
+
+
+def hit_json(hit: RecallHit, *, full: bool = False, explain: bool = False) -> Hit:
+    """One recall hit: lean unless `full`; with its score's parts if `explain`."""
+    memory = hit.memory
+    body: dict[str, Any] = {name: getattr(memory, name) for name in LEAN_FIELDS}
+    body["when"] = iso(memory.created_at)
     body["score"] = round(hit.scores.score, 6)
     if hit.via is not None:
         body["via"] = hit.via  # the query matched this superseded memory; this hit is what replaced it
     if "passed_plan" in hit.scores.cues:
         body["passed_plan"] = True  # a plan whose day has passed: history, not the present
     if explain:
-        parts = hit.scores
-        body["scores"] = {
-            "similarity": round(parts.similarity, 6),
-            "recency": round(parts.recency, 6),
-            "importance": round(parts.importance, 6),
-            "access_frequency": round(parts.access_frequency, 6),
-        }
-        if parts.dense_similarity is not None:
-            body["scores"]["dense_similarity"] = round(parts.dense_similarity, 6)
-        if parts.keyword is not None:
-            body["scores"]["keyword"] = round(parts.keyword, 6)
-        body["scores"]["cues"] = list(parts.cues)
-    return body
+        body["scores"] = score_parts(hit)
+    if full:
+        body.update((name, value) for name, value in memory_json(memory).items() if name not in body)
+    return cast(Hit, body)
 
 
-def write_explanation(outcome: WriteOutcome) -> dict[str, Any]:
+def score_parts(hit: RecallHit) -> dict[str, Any]:
+    parts = hit.scores
+    scores: dict[str, Any] = {
+        "similarity": round(parts.similarity, 6),
+        "recency": round(parts.recency, 6),
+        "importance": round(parts.importance, 6),
+        "access_frequency": round(parts.access_frequency, 6),
+    }
+    if parts.dense_similarity is not None:
+        scores["dense_similarity"] = round(parts.dense_similarity, 6)
+    if parts.keyword is not None:
+        scores["keyword"] = round(parts.keyword, 6)
+    scores["cues"] = list(parts.cues)
+    return scores
+
+
+def within_budget(hits: list[Hit], token_budget: int | None) -> RecallAnswer:
+    """The recall answer: the hits, best first, that keep the whole answer's JSON text within `token_budget` (by
+    `memory.scoring.estimate_tokens`), and how many were left out."""
+    if token_budget is None:
+        return {"memories": hits}
+    answer: RecallAnswer = {"memories": [], "omitted": 0}
+    spent = estimate_tokens(json_text(answer))
+    for hit in hits:
+        cost = estimate_tokens(json_text(hit)) + 1  # and its separator
+        if spent + cost <= token_budget:
+            answer["memories"].append(hit)
+            spent += cost
+    answer["omitted"] = len(hits) - len(answer["memories"])
+    return answer
+
+
+def write_explanation(outcome: WriteOutcome) -> WriteExplanation:
     """What each step of the write pipeline decided for one write (`explain` on `write_memory`): its notes from
     `metadata._pipeline` (density, expiry with its rule and phrase, importance with its source, conflicts with
     their reasons, steps skipped for the CPU budget), and what they set."""
@@ -85,11 +118,12 @@ def write_explanation(outcome: WriteOutcome) -> dict[str, Any]:
     }
 
 
-def session_json(session: WorkingMemory) -> dict[str, Any]:
-    return {
+def session_json(session: WorkingMemory) -> SessionAnswer:
+    answer = {
         "session_id": session.session_id,
         "namespace": session.namespace,
         "state": session.state,
         "turns": [{"role": t.role, "content": t.content, "occurred_at": iso(t.occurred_at)} for t in session.turns],
         "expires_at": iso(session.expires_at),
     }
+    return cast(SessionAnswer, answer)

@@ -1,30 +1,41 @@
-"""What every MCP tool shares: who is calling, with which scope, and one error boundary.
+"""The one boundary every MCP tool call passes (`ToolBoundary.call`), and what a tool reads from it.
 
-`ToolRunner.run(tool, needed_scope, operation)` resolves the verified principal of the current request,
-checks the OAuth scope the tool needs, builds the `NamespaceScope` (through `tenancy/`), runs the operation,
-and turns its dict into a structured result or any failure into a tool error with a stable code.
+Around each call of one of our tools, once: a `tool <name>` span; the verified principal (carried typed on the
+access token) and the OAuth scope the tool needs (`ToolPolicy`: `memory:read` for a read-only tool, `memory:write`
+for one that changes something, or the scope its `_meta` names); strict arguments (`gateway.arguments`), checked
+and converted once; the namespace scope (built by `tenancy/`); for a tool that changes something (its annotations
+say so: not `readOnlyHint`), idempotency by `request_id` and one audit event; the answer checked against the
+tool's `outputSchema` (`gateway.answers`); the metrics; and any failure turned into a tool error with a stable
+code (`gateway.errors`). A tool itself only builds its engine request from its arguments and its answer from the
+engine's result, reading the runtime, principal and scope of the call from `current_call()`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
+from pydantic import TypeAdapter, ValidationError
 
+from gateway.arguments import argument_problems, validation_problems
 from gateway.audit import audit_event, emit
-from gateway.errors import ToolFailure, failure_from_exception, ok_result
+from gateway.errors import failure_from_exception, ok_result
 from gateway.idempotent_calls import run_idempotent
 from gateway.observability import Telemetry, count_backend_error
 from gateway.runtime import Runtime
-from memory.errors import BackendUnavailable
+from memory.errors import BackendUnavailable, InvalidArgument
 from memory.scope import NamespaceScope
 from ops.telemetry import span
-from tenancy import AuthenticationFailed, Principal, principal_from_access_token, scope_for
+from tenancy import SCOPE_READ, SCOPE_WRITE, AuthenticationFailed, Principal, principal_from_access_token, scope_for
 
-Operation = Callable[[Runtime, Principal, NamespaceScope], Awaitable[dict[str, Any]]]
+SCOPE_META = "hindsight/required_scope"  # a tool's `_meta` key naming the scope it needs beyond read or write
 
 
 class RuntimeHolder:
@@ -45,6 +56,37 @@ class RuntimeHolder:
         return self._runtime
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """What a tool reads of its call: the runtime, who is calling and the namespaces they may touch."""
+
+    runtime: Runtime
+    principal: Principal
+    scope: NamespaceScope
+
+
+_CALL: ContextVar[ToolCall] = ContextVar("hindsight_tool_call")
+
+
+def current_call() -> ToolCall:
+    """The call the boundary is running; only tools run under it, so outside one this is a bug (LookupError)."""
+    return _CALL.get()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPolicy:
+    """What a tool needs, read from how it was registered: the scope, and whether it changes anything."""
+
+    scope: str
+    mutating: bool
+
+    @classmethod
+    def of(cls, tool: Tool) -> ToolPolicy:
+        mutating = tool.annotations is None or not tool.annotations.read_only_hint
+        named = (tool.meta or {}).get(SCOPE_META)
+        return cls(named if isinstance(named, str) else SCOPE_WRITE if mutating else SCOPE_READ, mutating)
+
+
 def current_principal() -> Principal:
     token = get_access_token()
     if token is None:
@@ -52,58 +94,89 @@ def current_principal() -> Principal:
     return principal_from_access_token(token)
 
 
-class ToolRunner:
+def checked_arguments(tool: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments as the tool's parameters, each checked once; `InvalidArgument` naming every problem."""
+    problems = argument_problems(arguments)
+    if not problems:
+        try:
+            return tool.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            problems = validation_problems(exc)
+    detail = "; ".join(problems) or "arguments do not match the tool's schema"
+    raise InvalidArgument(f"{tool.name}: invalid arguments: {detail}")
+
+
+@cache
+def _answer_adapter(model: type[Any]) -> TypeAdapter[Any]:
+    return TypeAdapter(model)
+
+
+def checked_answer(tool: Tool, body: dict[str, Any]) -> dict[str, Any]:
+    """`body` if it is what the tool's `outputSchema` promises; a ValidationError (a bug: `internal`) if not."""
+    model = tool.fn_metadata.output_model
+    if model is not None:
+        _answer_adapter(model).validate_python(body, strict=False)
+    return body
+
+
+class ToolBoundary:
     def __init__(self, holder: RuntimeHolder, telemetry: Telemetry) -> None:
         self.holder = holder
         self.telemetry = telemetry
 
-    async def run(
-        self,
-        tool: str,
-        needed_scope: str,
-        operation: Operation,
-        *,
-        mutation: dict[str, Any] | None = None,
-    ) -> CallToolResult:
-        """Run one tool call inside a `tool <name>` span, timed into the metrics. Mutating tools pass their
-        arguments as `mutation`: the call is then idempotent by `request_id` (or the `Idempotency-Key` header)
-        and emits one audit event."""
+    async def call(self, tool: Tool, arguments: dict[str, Any]) -> CallToolResult:
+        """Run one call of `tool` with the arguments as sent (see the module docstring)."""
+        name, policy = tool.name, ToolPolicy.of(tool)
         started = time.perf_counter()
         principal: Principal | None = None
-        with span(self.telemetry.tracer, f"tool {tool}", tool=tool) as current:
+        checked: dict[str, Any] | None = None
+        with span(self.telemetry.tracer, f"tool {name}", tool=name) as current:
             try:
                 principal = current_principal()
                 current.set_attribute("hindsight.tenant", principal.tenant)
-                principal.require_scope(needed_scope)
+                principal.require_scope(policy.scope)
+                checked = checked_arguments(tool, arguments)
                 runtime = self.holder.get()
-                scope = scope_for(principal)
-                if mutation is None:
-                    body = await operation(runtime, principal, scope)
-                    result = ok_result(body)
-                else:
-                    result, body = await run_idempotent(
-                        runtime, principal, tool, mutation, lambda: operation(runtime, principal, scope)
-                    )
-                    if result.meta:
-                        self.telemetry.metrics.idempotent_replays.labels(tool=tool).inc()
+                reset = _CALL.set(ToolCall(runtime, principal, scope_for(principal)))
+                try:
+                    run = self._runner(tool, checked)
+                    if policy.mutating:
+                        result, body = await run_idempotent(runtime, principal, name, checked, run)
+                        if result.meta:
+                            self.telemetry.metrics.idempotent_replays.labels(tool=name).inc()
+                    else:
+                        body = await run()
+                        result = ok_result(body)
+                finally:
+                    _CALL.reset(reset)
             except Exception as exc:
-                failure = failure_from_exception(exc, tool)
+                failure = failure_from_exception(exc, name)
                 count_backend_error(self.telemetry, exc)
                 current.set_attribute("hindsight.outcome", failure.code)
-                self._finish(tool, principal, failure.code, started)
-                self._audit(tool, principal, mutation, failure.code, None)
+                self._finish(name, principal, failure.code, started)
+                if policy.mutating:
+                    self._audit(name, principal, checked or arguments, failure.code, None)
                 return failure.to_result()
             outcome = str(body.get("status", "ok"))
             current.set_attribute("hindsight.outcome", outcome)
             if isinstance(body.get("memories"), list):
                 current.set_attribute("hindsight.hits", len(body["memories"]))
-            if tool == "write_memory" and not result.meta:
+            if name == "write_memory" and not result.meta:
                 self.telemetry.metrics.writes.labels(action=outcome).inc()
                 for _ in body.get("superseded", []):
                     self.telemetry.metrics.writes.labels(action="superseded").inc()
-            self._finish(tool, principal, "ok", started)
-            self._audit(tool, principal, mutation, outcome, body)
+            self._finish(name, principal, "ok", started)
+            if policy.mutating:
+                self._audit(name, principal, checked, outcome, body)
             return result
+
+    @staticmethod
+    def _runner(tool: Tool, checked: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:
+        async def run() -> dict[str, Any]:
+            body = await tool.fn_metadata.call_fn(tool.fn, tool.is_async, checked)
+            return checked_answer(tool, body)
+
+        return run
 
     def _finish(self, tool: str, principal: Principal | None, outcome: str, started: float) -> None:
         tenant = principal.tenant if principal else None
@@ -111,14 +184,8 @@ class ToolRunner:
 
     @staticmethod
     def _audit(
-        tool: str,
-        principal: Principal | None,
-        arguments: dict[str, Any] | None,
-        outcome: str,
-        body: dict[str, Any] | None,
+        tool: str, principal: Principal | None, arguments: dict[str, Any], outcome: str, body: dict[str, Any] | None
     ) -> None:
-        if arguments is None:
-            return
         emit(
             audit_event(
                 tool=tool,
@@ -129,8 +196,3 @@ class ToolRunner:
                 body=body,
             )
         )
-
-
-def invalid_arguments(tool: str, problems: list[str]) -> CallToolResult:
-    detail = "; ".join(problems) or "arguments do not match the tool's schema"
-    return ToolFailure("invalid_argument", f"{tool}: invalid arguments: {detail}").to_result()

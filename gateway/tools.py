@@ -1,24 +1,32 @@
-"""The MCP tools of DESIGN §5. Names and arguments are a contract: clients and tests depend on them.
+"""The MCP tools of DESIGN §5. Names, arguments and answers (`gateway.answers`) are a contract: clients and
+tests depend on them.
 
-Each tool only translates arguments into an engine request and the engine's answer into JSON; validation,
-scoping and errors live in the engine and in `tool_support`.
+Each tool only translates its arguments into an engine request and the engine's answer into JSON; scopes,
+idempotency, audit, metrics and errors are the boundary's (`gateway.tool_support`), validation the engine's and
+`gateway.arguments`'.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, ToolAnnotations
+from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from gateway.runtime import Runtime
-from gateway.serialize import hit_json, memory_json, session_json, write_explanation
-from gateway.tool_support import ToolRunner
+from gateway.answers import (
+    ChangedAnswer,
+    ListAnswer,
+    RecallAnswer,
+    SessionAnswer,
+    TurnAnswer,
+    WhoamiAnswer,
+    WriteAnswer,
+)
+from gateway.serialize import hit_json, memory_json, session_json, within_budget, write_explanation
+from gateway.tool_support import current_call
 from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest, WriteRequest
-from memory.scope import NamespaceScope
-from memory.validation import parse_instant
-from tenancy import SCOPE_READ, SCOPE_WRITE, Principal
+from memory.validation import check_token_budget, parse_instant
 
 Kind = Literal["episodic", "semantic"]
 RequestId = Annotated[
@@ -35,7 +43,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 
-def register_tools(server: MCPServer, runner: ToolRunner) -> None:
+def register_tools(server: MCPServer) -> None:
     @server.tool(annotations=WRITES)
     async def write_memory(
         content: Annotated[str, Field(description="The fact, event, decision or preference, as one statement.")],
@@ -59,64 +67,47 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
                 "content when it has no 'Name: ' prefix: first person is theirs, and recall finds it by their name."
             ),
         ] = None,
-        force: Annotated[bool, Field(description="Store even if an identical memory exists.")] = False,
+        force: Annotated[
+            bool, Field(description="Store it as a new memory whatever it repeats, and change no other memory.")
+        ] = False,
         explain: Annotated[
             bool, Field(description="Also return what each rule decided (chit-chat, expiry, importance, conflicts).")
         ] = False,
         request_id: RequestId = None,
-    ) -> CallToolResult:
+    ) -> WriteAnswer:
         """Save something worth remembering beyond this conversation: a fact about the user, a decision, a
         preference, an event. Write one self-contained statement per call ("The user's deploy target is AWS
         eu-west-1"), not a transcript. Identical repeats are skipped. Returns the memory id."""
-
-        arguments: dict[str, Any] = {
-            "content": content,
-            "namespace": namespace,
-            "kind": kind,
-            "importance": importance,
-            "tags": tags,
-            "ttl_seconds": ttl_seconds,
-            "session_id": session_id,
-            "occurred_at": occurred_at,
-            "share_to": share_to,
-            "metadata": metadata,
-            "force": force,
-            "explain": explain,
-            "request_id": request_id,
+        call = current_call()
+        outcome = await call.runtime.memories.write(
+            call.scope,
+            WriteRequest(
+                content=content,
+                subject=call.principal.subject,
+                namespace=namespace,
+                kind=kind,
+                importance=importance,
+                tags=tags,
+                ttl_seconds=ttl_seconds,
+                session_id=session_id,
+                occurred_at=parse_instant(occurred_at, "occurred_at"),
+                share_to=share_to,
+                metadata=metadata,
+                force=force,
+                request_id=request_id,
+            ),
+        )
+        answer: dict[str, Any] = {
+            "status": outcome.status.value,
+            "id": outcome.id,  # None when nothing was stored (low-information content)
+            "namespace": outcome.memory.namespace,
+            "superseded": outcome.superseded,
         }
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            outcome = await rt.memories.write(
-                scope,
-                WriteRequest(
-                    content=content,
-                    subject=principal.subject,
-                    namespace=namespace,
-                    kind=kind,
-                    importance=importance,
-                    tags=tags,
-                    ttl_seconds=ttl_seconds,
-                    session_id=session_id,
-                    occurred_at=parse_instant(occurred_at, "occurred_at"),
-                    share_to=share_to,
-                    metadata=metadata,
-                    force=force,
-                    request_id=request_id,
-                ),
-            )
-            body: dict[str, Any] = {
-                "status": outcome.status.value,
-                "id": outcome.id,  # None when nothing was stored (low-information content)
-                "namespace": outcome.memory.namespace,
-                "superseded": outcome.superseded,
-            }
-            if outcome.reason:
-                body["reason"] = outcome.reason
-            if explain:
-                body["explain"] = write_explanation(outcome)
-            return body
-
-        return await runner.run("write_memory", SCOPE_WRITE, op, mutation=arguments)
+        if outcome.reason:
+            answer["reason"] = outcome.reason
+        if explain:
+            answer["explain"] = write_explanation(outcome)
+        return cast(WriteAnswer, answer)
 
     @server.tool(annotations=READ_ONLY)
     async def recall_memory(
@@ -125,74 +116,70 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
             list[str] | None,
             Field(description="Limit to these namespaces; omit for every namespace the token can read."),
         ] = None,
-        top_k: Annotated[int | None, Field(description="How many memories to return (1-100, default 8).")] = None,
+        top_k: Annotated[int | None, Field(description="How many memories to return (default 8).")] = None,
         kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories with any of these tags.")] = None,
         session_id: Annotated[str | None, Field(description="Only memories from this session.")] = None,
-        since: Annotated[str | None, Field(description="ISO 8601: only memories created at or after.")] = None,
-        until: Annotated[str | None, Field(description="ISO 8601: only memories created at or before.")] = None,
-        token_budget: Annotated[int | None, Field(description="Return at most about this many tokens.")] = None,
+        since: Annotated[str | None, Field(description="Only memories created at or after this time.")] = None,
+        until: Annotated[str | None, Field(description="Only memories created at or before this time.")] = None,
+        token_budget: Annotated[
+            int | None, Field(description="Keep the whole answer within about this many tokens (best hits first).")
+        ] = None,
         include_superseded: Annotated[
             bool, Field(description="Also return older memories that newer ones replaced (history).")
         ] = False,
+        detail: Annotated[
+            Literal["lean", "full"],
+            Field(
+                description="lean: id, namespace, content, when and score per memory; full: every stored field "
+                "(kind, importance, tags, metadata, session, provenance, times, links)."
+            ),
+        ] = "lean",
         explain: Annotated[bool, Field(description="Include the parts of each score.")] = False,
-    ) -> CallToolResult:
+    ) -> RecallAnswer:
         """Look up what you remember that is relevant to a question or task, before answering. Returns the best
         matching memories, ranked by relevance, recency, importance and use. Call it whenever earlier
         conversations, user preferences or past decisions might matter."""
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            hits = await rt.memories.recall(
-                scope,
-                RecallRequest(
-                    query=query,
-                    namespaces=namespaces,
-                    top_k=top_k,
-                    kinds=kinds,
-                    tags=tags,
-                    session_id=session_id,
-                    since=parse_instant(since, "since"),
-                    until=parse_instant(until, "until"),
-                    token_budget=token_budget,
-                    include_superseded=include_superseded,
-                    explain=explain,
-                ),
-            )
-            return {"memories": [hit_json(h, explain) for h in hits]}
-
-        return await runner.run("recall_memory", SCOPE_READ, op)
+        call = current_call()
+        hits = await call.runtime.memories.recall(
+            call.scope,
+            RecallRequest(
+                query=query,
+                namespaces=namespaces,
+                top_k=top_k,
+                kinds=kinds,
+                tags=tags,
+                session_id=session_id,
+                since=parse_instant(since, "since"),
+                until=parse_instant(until, "until"),
+                include_superseded=include_superseded,
+                explain=explain,
+            ),
+        )
+        found = [hit_json(h, full=detail == "full", explain=explain) for h in hits]
+        return within_budget(found, check_token_budget(token_budget))  # the budget is the whole answer's
 
     @server.tool(annotations=WRITES)
     async def forget_memory(
         id: Annotated[str, Field(description="The memory id to forget.")],
         reason: Annotated[str | None, Field(description="Why (kept for audit).")] = None,
         request_id: RequestId = None,
-    ) -> CallToolResult:
+    ) -> ChangedAnswer:
         """Forget a memory that is wrong, outdated or that the user asked you to forget. It stops being
         recalled at once; it can be brought back with restore_memory."""
-
-        arguments: dict[str, Any] = {"id": id, "reason": reason, "request_id": request_id}
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            memory = await rt.memories.forget(scope, id, reason)
-            return {"status": "forgotten", "id": memory.id, "namespace": memory.namespace}
-
-        return await runner.run("forget_memory", SCOPE_WRITE, op, mutation=arguments)
+        call = current_call()
+        memory = await call.runtime.memories.forget(call.scope, id, reason)
+        return {"status": "forgotten", "id": memory.id, "namespace": memory.namespace}
 
     @server.tool(annotations=WRITES)
     async def restore_memory(
         id: Annotated[str, Field(description="The id of a forgotten memory.")],
         request_id: RequestId = None,
-    ) -> CallToolResult:
+    ) -> ChangedAnswer:
         """Bring back a memory that was forgotten with forget_memory."""
-
-        arguments: dict[str, Any] = {"id": id, "request_id": request_id}
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            memory = await rt.memories.restore(scope, id)
-            return {"status": "restored", "id": memory.id, "namespace": memory.namespace}
-
-        return await runner.run("restore_memory", SCOPE_WRITE, op, mutation=arguments)
+        call = current_call()
+        memory = await call.runtime.memories.restore(call.scope, id)
+        return {"status": "restored", "id": memory.id, "namespace": memory.namespace}
 
     @server.tool(annotations=READ_ONLY)
     async def list_memories(
@@ -206,77 +193,59 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
                 "'passed': plans whose day has passed (kept, demoted in recall)."
             ),
         ] = None,
-        limit: Annotated[int | None, Field(description="Page size (1-200, default 50).")] = None,
+        limit: Annotated[int | None, Field(description="Page size (default 50).")] = None,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page.")] = None,
-    ) -> CallToolResult:
+    ) -> ListAnswer:
         """Page through stored memories in the order they were created, e.g. to review or clean up what is
         remembered. For finding relevant memories use recall_memory instead."""
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            page = await rt.memories.list(
-                scope,
-                ListRequest(
-                    namespace=namespace,
-                    kind=kind,
-                    include_deleted=include_deleted,
-                    limit=limit,
-                    cursor=cursor,
-                    hidden=hidden,
-                ),
-            )
-            return {"memories": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}
-
-        return await runner.run("list_memories", SCOPE_READ, op)
+        call = current_call()
+        page = await call.runtime.memories.list(
+            call.scope,
+            ListRequest(
+                namespace=namespace,
+                kind=kind,
+                include_deleted=include_deleted,
+                limit=limit,
+                cursor=cursor,
+                hidden=hidden,
+            ),
+        )
+        return {"memories": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}
 
     @server.tool(annotations=WRITES)
     async def record_turn(
         session_id: SessionId,
         role: Annotated[Literal["user", "assistant", "system", "tool"], Field(description="Who spoke.")],
         content: Annotated[str, Field(description="What was said.")],
-        occurred_at: Annotated[str | None, Field(description="ISO 8601 time of the turn.")] = None,
+        occurred_at: Annotated[str | None, Field(description="When the turn was said.")] = None,
         namespace: Namespace = None,
         request_id: RequestId = None,
-    ) -> CallToolResult:
+    ) -> TurnAnswer:
         """Append a conversation turn to the session's working memory (the last few turns are kept; older
         turns move into long-term memory automatically)."""
-
-        arguments: dict[str, Any] = {
-            "session_id": session_id,
-            "role": role,
-            "content": content,
-            "occurred_at": occurred_at,
-            "namespace": namespace,
-            "request_id": request_id,
-        }
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            outcome = await rt.sessions.record_turn(
-                scope,
-                TurnRequest(
-                    session_id=session_id,
-                    role=role,
-                    content=content,
-                    subject=principal.subject,
-                    occurred_at=parse_instant(occurred_at, "occurred_at"),
-                    namespace=namespace,
-                    request_id=request_id,
-                ),
-            )
-            return {"turns": len(outcome.session.turns), "extracted": outcome.extracted}
-
-        return await runner.run("record_turn", SCOPE_WRITE, op, mutation=arguments)
+        call = current_call()
+        outcome = await call.runtime.sessions.record_turn(
+            call.scope,
+            TurnRequest(
+                session_id=session_id,
+                role=role,
+                content=content,
+                subject=call.principal.subject,
+                occurred_at=parse_instant(occurred_at, "occurred_at"),
+                namespace=namespace,
+                request_id=request_id,
+            ),
+        )
+        return {"turns": len(outcome.session.turns), "extracted": outcome.extracted}
 
     @server.tool(annotations=READ_ONLY)
     async def get_working_memory(
         session_id: SessionId,
         namespace: Annotated[str | None, Field(description="Namespace of the session; omit for the default.")] = None,
-    ) -> CallToolResult:
+    ) -> SessionAnswer:
         """Read a session's working memory: its state object and its most recent turns."""
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            return session_json(await rt.sessions.get(scope, session_id, namespace))
-
-        return await runner.run("get_working_memory", SCOPE_READ, op)
+        call = current_call()
+        return session_json(await call.runtime.sessions.get(call.scope, session_id, namespace))
 
     @server.tool(annotations=WRITES)
     async def update_working_memory(
@@ -288,40 +257,23 @@ def register_tools(server: MCPServer, runner: ToolRunner) -> None:
         ttl_seconds: Annotated[int | None, Field(description="Keep the session this long (default 24 h).")] = None,
         namespace: Namespace = None,
         request_id: RequestId = None,
-    ) -> CallToolResult:
+    ) -> SessionAnswer:
         """Save the current task state for this session (goals, open questions, variables), so it survives
         between turns. Expires after its TTL."""
-
-        arguments: dict[str, Any] = {
-            "session_id": session_id,
-            "state": state,
-            "merge": merge,
-            "ttl_seconds": ttl_seconds,
-            "namespace": namespace,
-            "request_id": request_id,
-        }
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            session = await rt.sessions.update_state(
-                scope,
-                StateUpdate(
-                    session_id=session_id, state=state, merge=merge, ttl_seconds=ttl_seconds, namespace=namespace
-                ),
-            )
-            return session_json(session)
-
-        return await runner.run("update_working_memory", SCOPE_WRITE, op, mutation=arguments)
+        call = current_call()
+        session = await call.runtime.sessions.update_state(
+            call.scope,
+            StateUpdate(session_id=session_id, state=state, merge=merge, ttl_seconds=ttl_seconds, namespace=namespace),
+        )
+        return session_json(session)
 
     @server.tool(annotations=READ_ONLY)
-    async def whoami() -> CallToolResult:
+    async def whoami() -> WhoamiAnswer:
         """Show who this token is and which memory namespaces it may read and write."""
-
-        async def op(rt: Runtime, principal: Principal, scope: NamespaceScope) -> dict[str, Any]:
-            return {
-                "subject": principal.subject,
-                "tenant": principal.tenant,
-                "namespaces": {"read": list(scope.all_readable), "write": list(scope.writable)},
-                "scopes": sorted(principal.scopes),
-            }
-
-        return await runner.run("whoami", SCOPE_READ, op)
+        call = current_call()
+        return {
+            "subject": call.principal.subject,
+            "tenant": call.principal.tenant,
+            "namespaces": {"read": list(call.scope.all_readable), "write": list(call.scope.writable)},
+            "scopes": sorted(call.principal.scopes),
+        }

@@ -15,7 +15,7 @@ from memory.ranking import conversation_relevance, cue_relevance, hybrid_relevan
 from memory.requests import RecallRequest
 from memory.scope import NamespaceScope
 from memory.scoring import ScoringWeights, score
-from memory.validation import EngineLimits, check_kind, check_session_id, check_tags
+from memory.validation import EngineLimits, check_kind, check_session_id, check_tags, check_token_budget
 
 MAX_SUPERSESSION_HOPS = 8
 
@@ -25,9 +25,7 @@ def recall_filter(request: RecallRequest, limits: EngineLimits, now: datetime) -
     kinds = tuple(check_kind(k) for k in request.kinds) if request.kinds else None
     tags = tuple(check_tags(request.tags, limits)) or None
     session_id = check_session_id(request.session_id)
-    budget = request.token_budget
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise InvalidArgument("token_budget must be a positive whole number of tokens")
+    check_token_budget(request.token_budget)
     if request.since and request.until and request.since > request.until:
         raise InvalidArgument("since must not be later than until")
     return RecallFilter(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,7 +35,9 @@ class ScoringWeights:
     when: float = 0.2
     question: float = 0.15
     # a plan whose day has passed (memory.hidden.passed_plan) stays recallable as history, its relevance times this
-    passed_plan: float = 0.5
+    # for a question about the present ("...now?", "目前..."); 1 (off) by default: the plan reading is not sure
+    # enough on fresh text to lower a memory for it (bench/FINDINGS.md), and lowering gained nothing on LoCoMo
+    passed_plan: float = 1.0
 
     def __post_init__(self) -> None:
         weights = (self.similarity, self.recency, self.importance, self.access_frequency)
@@ -98,6 +101,11 @@ def score(
     )
 
 
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
 def estimate_tokens(text: str) -> int:
-    """A model-agnostic token estimate (about four characters per token, at least one per word)."""
-    return max(len(text.split()), math.ceil(len(text) / 4))
+    """A model-agnostic token estimate: about four characters per token, one per CJK character (tokenizers give
+    Chinese, Japanese and Korean text about one token per character or more), at least one per word."""
+    cjk = len(_CJK_CHAR.findall(text))
+    return max(len(text.split()), cjk + math.ceil((len(text) - cjk) / 4))

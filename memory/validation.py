@@ -128,6 +128,14 @@ def check_limit(value: int | None, limits: EngineLimits) -> int:
     return value
 
 
+def check_token_budget(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument("token_budget must be a positive whole number of tokens")
+    return value
+
+
 def check_session_id(value: object, *, required: bool = False) -> str | None:
     if value is None:
         if required:

@@ -9,9 +9,9 @@ from tenancy.claims import ClaimNames, parse_scope_claim, principal_from_payload
 from tenancy.errors import AuthenticationFailed, ScopeForbidden, TenancyError
 from tenancy.jwks import JwksKeySource
 from tenancy.jwt_verifier import (
-    PRINCIPAL_CLAIM,
     JwtSettings,
     JwtVerifier,
+    PrincipalAccessToken,
     principal_from_access_token,
 )
 from tenancy.keys import load_or_create_dev_secret
@@ -21,7 +21,6 @@ from tenancy.public_keys import read_public_keys
 from tenancy.scopes import scope_for
 
 __all__ = [
-    "PRINCIPAL_CLAIM",
     "SCOPE_ADMIN",
     "SCOPE_READ",
     "SCOPE_WRITE",
@@ -31,6 +30,7 @@ __all__ = [
     "JwtSettings",
     "JwtVerifier",
     "Principal",
+    "PrincipalAccessToken",
     "ScopeForbidden",
     "TenancyError",
     "load_or_create_dev_secret",

@@ -26,6 +26,7 @@ from typing import Any
 import anyio.to_thread
 import jwt
 from mcp.server.auth.provider import AccessToken
+from pydantic import ConfigDict
 
 from tenancy.claims import ClaimNames, principal_from_payload
 from tenancy.errors import AuthenticationFailed
@@ -46,8 +47,6 @@ from tenancy.public_keys import (
 VERIFIED_CACHE_SECONDS = 60.0
 VERIFIED_CACHE_SIZE = 10_000
 logger = logging.getLogger(__name__)
-
-PRINCIPAL_CLAIM = "hindsight_principal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,17 +209,15 @@ class JwtVerifier:
         except AuthenticationFailed as exc:
             logger.info("bearer token rejected: %s", exc.reason)
             return None
-        claims: dict[str, Any] = {PRINCIPAL_CLAIM: principal.to_claims()}
         issuer = payload.get("iss")
-        if isinstance(issuer, str):
-            claims["iss"] = issuer  # the SDK binds sessions to (client_id, iss, sub)
-        return AccessToken(
+        return PrincipalAccessToken(
             token=token,
             client_id=principal.subject,
             scopes=sorted(principal.scopes),
             expires_at=principal.expires_at,
             subject=principal.subject,
-            claims=claims,
+            claims={"iss": issuer} if isinstance(issuer, str) else None,  # the SDK binds sessions to (client, iss, sub)
+            principal=principal,
         )
 
     def _verify(self, token: str, *, may_fetch: bool) -> tuple[Principal, dict[str, Any]]:
@@ -318,9 +315,17 @@ def _translate(exc: jwt.InvalidTokenError) -> AuthenticationFailed:
     return AuthenticationFailed("token has invalid registered claims", reason="invalid_claims")
 
 
+class PrincipalAccessToken(AccessToken):
+    """The SDK's `AccessToken` of a verified JWT, carrying its `Principal` as it was verified: parsed once, then
+    read by the auth gate, the rate-limit gate, the tool boundary and the debug views as the same typed value."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    principal: Principal
+
+
 def principal_from_access_token(token: AccessToken) -> Principal:
-    """The `Principal` that `JwtVerifier.verify_token` stored in `token.claims`."""
-    carried = (token.claims or {}).get(PRINCIPAL_CLAIM)
-    if not isinstance(carried, dict):
+    """The `Principal` that `JwtVerifier.verify_token` attached to `token`; any other access token is refused."""
+    if not isinstance(token, PrincipalAccessToken):
         raise AuthenticationFailed("the access token carries no hindsight principal", reason="no_principal")
-    return Principal.from_claims(carried)
+    return token.principal

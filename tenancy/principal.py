@@ -1,16 +1,14 @@
 """`Principal`: the verified caller — who it is, which tenant, which namespaces and which OAuth scopes.
 
-A principal is produced from a verified JWT (`tenancy.claims`) and travels through the MCP SDK inside
-`AccessToken.claims` as the plain JSON dict from `Principal.to_claims()`.
+A principal is produced from a verified JWT (`tenancy.claims`) and travels through the MCP SDK as itself, on the
+access token (`tenancy.jwt_verifier.PrincipalAccessToken`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from tenancy.errors import AuthenticationFailed, ScopeForbidden
+from tenancy.errors import ScopeForbidden
 
 SCOPE_READ = "memory:read"
 SCOPE_WRITE = "memory:write"
@@ -47,58 +45,3 @@ class Principal:
                 f"this operation requires the OAuth scope {scope!r}; the token grants: {granted}",
                 required_scope=scope,
             )
-
-    def to_claims(self) -> dict[str, Any]:
-        """A plain JSON-serialisable dict; `Principal.from_claims` turns it back into an equal principal."""
-        return {
-            "subject": self.subject,
-            "tenant": self.tenant,
-            "read_namespaces": list(self.read_namespaces),
-            "write_namespaces": list(self.write_namespaces),
-            "scopes": sorted(self.scopes),
-            "expires_at": self.expires_at,
-            "token_id": self.token_id,
-        }
-
-    @classmethod
-    def from_claims(cls, claims: Mapping[str, Any]) -> Principal:
-        """Rebuild a principal from `to_claims()` output; anything malformed raises `AuthenticationFailed`.
-
-        Failing closed: a malformed carrier dict means the request cannot be attributed to a caller.
-        """
-        try:
-            return cls(
-                subject=_str(claims["subject"]),
-                tenant=_str(claims["tenant"]),
-                read_namespaces=_str_tuple(claims["read_namespaces"]),
-                write_namespaces=_str_tuple(claims["write_namespaces"]),
-                scopes=frozenset(_str_tuple(claims["scopes"])),
-                expires_at=_optional_int(claims.get("expires_at")),
-                token_id=_optional_str(claims.get("token_id")),
-            )
-        except (KeyError, TypeError) as exc:
-            raise AuthenticationFailed("the principal carried with the request is malformed") from exc
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError("expected a string")
-    return value
-
-
-def _optional_str(value: object) -> str | None:
-    return None if value is None else _str(value)
-
-
-def _optional_int(value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError("expected an integer")
-    return value
-
-
-def _str_tuple(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list | tuple):
-        raise TypeError("expected a list of strings")
-    return tuple(_str(item) for item in value)

@@ -76,10 +76,10 @@ async def test_share_to_writes_linked_copies_recalled_once_and_forgotten_togethe
                 "write_memory", {"content": "The launch moved to June 3rd", "share_to": ["shared:t"]}
             )
         )
-        alice_hits = data(await client.call_tool("recall_memory", {"query": "launch date"}))
+        alice_hits = data(await client.call_tool("recall_memory", {"query": "launch date", "detail": "full"}))
         forbidden = await client.call_tool("write_memory", {"content": "nope", "share_to": ["shared:other"]})
     async with mcp_session(app, bob) as client:
-        bob_hits = data(await client.call_tool("recall_memory", {"query": "launch date"}))
+        bob_hits = data(await client.call_tool("recall_memory", {"query": "launch date", "detail": "full"}))
     assert [h["origin_id"] or h["id"] for h in alice_hits["memories"]] == [written["id"]]  # one hit per origin
     [bob_hit] = bob_hits["memories"]
     assert bob_hit["content"] == "The launch moved to June 3rd" and bob_hit["namespace"] == "shared:t"
@@ -195,7 +195,9 @@ async def test_consolidate_tool_writes_semantic_memories_for_admins_only(app: St
     assert error_code(refused) == "scope_forbidden"
     assert result["clusters"] == 1 and len(result["written"]) == 1
     async with mcp_session(app, user) as client:
-        hits = data(await client.call_tool("recall_memory", {"query": "morning drink", "kinds": ["semantic"]}))
+        hits = data(
+            await client.call_tool("recall_memory", {"query": "morning drink", "kinds": ["semantic"], "detail": "full"})
+        )
     assert [h["id"] for h in hits["memories"]] == result["written"]
     assert len(hits["memories"][0]["metadata"]["sources"]) == 3
 

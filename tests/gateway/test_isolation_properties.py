@@ -587,7 +587,7 @@ class Runner:
                 await self.mutate(agent, tool, arguments)
 
     async def recall(self, agent: Agent, op: Recall) -> None:
-        arguments: dict[str, Any] = {"query": TOPICS[op.topic], "top_k": 100}
+        arguments: dict[str, Any] = {"query": TOPICS[op.topic], "top_k": 100, "detail": "full"}
         if op.namespaces is not None:
             arguments["namespaces"] = list(op.namespaces)
         result = await self.call(agent, "recall_memory", arguments)

@@ -55,7 +55,9 @@ async def test_written_memory_is_recalled_with_its_score_parts(app: Starlette, m
         )
         assert written["status"] == "created"
         assert written["namespace"] == "user:1"
-        recalled = data(await client.call_tool("recall_memory", {"query": "what coffee", "explain": True}))
+        recalled = data(
+            await client.call_tool("recall_memory", {"query": "what coffee", "explain": True, "detail": "full"})
+        )
     [hit] = recalled["memories"]
     assert hit["id"] == written["id"]
     assert hit["content"] == "The user prefers dark roast coffee"

@@ -31,7 +31,9 @@ async def test_redis_and_qdrant_client_backends_serve_every_tool(tmp_path: Path,
                     {"content": "The user's deploy region is eu-west-1", "request_id": "p-1", "share_to": ["shared:t"]},
                 )
             )
-            hits = data(await client.call_tool("recall_memory", {"query": "which region do we deploy to"}))
+            hits = data(
+                await client.call_tool("recall_memory", {"query": "which region do we deploy to", "detail": "full"})
+            )
             data(await client.call_tool("forget_memory", {"id": written["id"]}))
             after = data(await client.call_tool("recall_memory", {"query": "which region do we deploy to"}))
             turn = data(await client.call_tool("record_turn", {"session_id": "s", "role": "user", "content": "hi"}))

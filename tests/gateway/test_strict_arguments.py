@@ -140,7 +140,9 @@ async def test_exact_json_types_are_still_accepted_and_an_integer_is_a_number(ap
                 {"content": "The user likes green tea", "importance": 1, "tags": ["tea"], "metadata": {"n": 2.5}},
             )
         )
-        hits = data(await client.call_tool("recall_memory", {"query": "tea", "top_k": 3, "explain": False}))
+        hits = data(
+            await client.call_tool("recall_memory", {"query": "tea", "top_k": 3, "explain": False, "detail": "full"})
+        )
     assert written["status"] == "created"
     assert [hit["importance"] for hit in hits["memories"]] == [1.0]
 

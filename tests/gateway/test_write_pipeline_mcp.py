@@ -76,7 +76,7 @@ async def test_a_plan_whose_day_has_passed_is_recalled_as_history_and_marked(
         written = data(
             await client.call_tool("write_memory", {"content": "I have a dentist appointment tomorrow at 3pm"})
         )
-        before = data(await client.call_tool("recall_memory", {"query": "dentist appointment"}))
+        before = data(await client.call_tool("recall_memory", {"query": "dentist appointment", "detail": "full"}))
         clock.advance(3 * 24 * 3600)
         after = data(await client.call_tool("recall_memory", {"query": "dentist appointment"}))
         passed = data(await client.call_tool("list_memories", {"hidden": "passed"}))

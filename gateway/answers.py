@@ -1,0 +1,176 @@
+"""The shape of every tool's structured result: the `outputSchema` each tool publishes, and what the tool boundary
+validates each answer against before it leaves (`gateway.tool_support`).
+
+Times are ISO 8601 strings in UTC with a `Z` (`format: date-time`). A recall hit is lean by default (what an LLM
+reads: id, namespace, content, when, score, and a flag only when it is set); `detail: "full"` adds the stored
+record's other fields, `explain` the parts of the score.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, NotRequired
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+Instant = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+Kind = Literal["episodic", "semantic"]
+
+
+class Source(TypedDict):
+    subject: str
+    request_id: str | None
+
+
+class Record(TypedDict):
+    """A stored memory, every field (list_memories, export_memories, a full recall hit)."""
+
+    id: str
+    namespace: str
+    kind: Kind
+    content: str
+    importance: float
+    tags: list[str]
+    metadata: dict[str, Any]
+    session_id: str | None
+    follows: str | None
+    created_at: Instant
+    updated_at: Instant
+    last_accessed_at: Instant | None
+    access_count: int
+    expires_at: Instant | None
+    deleted_at: Instant | None
+    origin_id: str | None
+    supersedes: list[str]
+    superseded_by: str | None
+    source: Source
+
+
+class ScoreParts(TypedDict):
+    similarity: float
+    recency: float
+    importance: float
+    access_frequency: float
+    dense_similarity: NotRequired[float]
+    keyword: NotRequired[float]
+    cues: list[str]
+
+
+class Hit(TypedDict):
+    """One recalled memory. The fields of `Record` other than these five appear with `detail: "full"`."""
+
+    id: str
+    namespace: str
+    content: str
+    when: Annotated[Instant, Field(description="When it happened or was said (occurred_at, else when written).")]
+    score: float
+    via: NotRequired[Annotated[str, Field(description="The superseded memory the query matched; this replaced it.")]]
+    passed_plan: NotRequired[Annotated[bool, Field(description="A plan whose day has passed: history.")]]
+    scores: NotRequired[ScoreParts]
+    kind: NotRequired[Kind]
+    importance: NotRequired[float]
+    tags: NotRequired[list[str]]
+    metadata: NotRequired[dict[str, Any]]
+    session_id: NotRequired[str | None]
+    follows: NotRequired[str | None]
+    created_at: NotRequired[Instant]
+    updated_at: NotRequired[Instant]
+    last_accessed_at: NotRequired[Instant | None]
+    access_count: NotRequired[int]
+    expires_at: NotRequired[Instant | None]
+    deleted_at: NotRequired[Instant | None]
+    origin_id: NotRequired[str | None]
+    supersedes: NotRequired[list[str]]
+    superseded_by: NotRequired[str | None]
+    source: NotRequired[Source]
+
+
+class RecallAnswer(TypedDict):
+    memories: list[Hit]
+    omitted: NotRequired[
+        Annotated[int, Field(description="Hits left out to keep the whole answer within token_budget.")]
+    ]
+
+
+class WriteExplanation(TypedDict):
+    stored: bool
+    reason: str | None
+    importance: float
+    expires_at: Instant | None
+    superseded: list[str]
+    pipeline: dict[str, Any]
+
+
+class WriteAnswer(TypedDict):
+    status: Literal["created", "updated", "skipped"]
+    id: Annotated[str | None, Field(description="The memory's id; null when nothing was stored.")]
+    namespace: str
+    superseded: list[str]
+    reason: NotRequired[str]
+    explain: NotRequired[WriteExplanation]
+
+
+class ChangedAnswer(TypedDict):
+    status: Literal["forgotten", "restored"]
+    id: str
+    namespace: str
+
+
+class ListAnswer(TypedDict):
+    memories: list[Record]
+    next_cursor: str | None
+
+
+class TurnAnswer(TypedDict):
+    turns: int
+    extracted: Annotated[list[str], Field(description="Ids of turns moved into long-term memory.")]
+
+
+class Turn(TypedDict):
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+    occurred_at: Instant | None
+
+
+class SessionAnswer(TypedDict):
+    session_id: str
+    namespace: str
+    state: dict[str, Any]
+    turns: list[Turn]
+    expires_at: Instant | None
+
+
+class Namespaces(TypedDict):
+    read: list[str]
+    write: list[str]
+
+
+class WhoamiAnswer(TypedDict):
+    subject: str
+    tenant: str
+    namespaces: Namespaces
+    scopes: list[str]
+
+
+class ExportAnswer(TypedDict):
+    records: list[Record]
+    next_cursor: str | None
+
+
+class ImportAnswer(TypedDict):
+    status: Literal["imported"]
+    namespace: str
+    imported: int
+    skipped: int
+
+
+class ConsolidateAnswer(TypedDict):
+    status: Literal["consolidated"]
+    clusters: int
+    written: list[str]
+
+
+class PurgeAnswer(TypedDict):
+    status: Literal["purged"]
+    namespace: str
+    deleted: int

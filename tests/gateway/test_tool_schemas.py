@@ -1,0 +1,187 @@
+"""Schemas an LLM and a validator can trust, and lean answers (issue #15.4, #15.5): every tool publishes an
+`outputSchema` its real answers validate against, its `inputSchema` carries the engine's bounds, `tools/list`
+shows a token only the tools its scopes allow, a recall hit is lean unless asked for more, and `token_budget`
+bounds the whole answer. Checked with the official SDK client against the real app."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+from mcp import Client
+from starlette.applications import Starlette
+
+from memory.scoring import estimate_tokens
+from ops.config import Settings
+from tests.conftest import Mint, data, error_code, mcp_session
+
+pytestmark = pytest.mark.anyio
+
+ADMIN_TOOLS = {"export_memories", "import_memories", "consolidate", "purge_namespace"}
+WRITE_TOOLS = {"write_memory", "forget_memory", "restore_memory", "record_turn", "update_working_memory"}
+READ_TOOLS = {"recall_memory", "list_memories", "get_working_memory", "whoami"}
+LEAN = {"id", "namespace", "content", "when", "score"}
+# eight memories of the length the issue measured (~47 characters each)
+MEMORIES = [
+    "The user prefers dark roast coffee in the morning",
+    "The user's deploy target is AWS eu-west-1 region",
+    "The user has a dog named Pepper, a border collie",
+    "The user is learning Japanese on Tuesday evenings",
+    "The user's team ships releases every other Friday",
+    "The user dislikes long answers with much preamble",
+    "The user moved from Berlin to Lisbon last spring",
+    "The user's daughter Mia plays the violin at school",
+]
+
+
+async def schemas(client: Client) -> dict[str, Any]:
+    return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+
+async def one_call_of_each_tool(client: Client) -> dict[str, dict[str, Any]]:
+    """A successful answer of every tool, in an order that gives each something to act on."""
+    answers: dict[str, dict[str, Any]] = {}
+
+    async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        answers[name] = data(await client.call_tool(name, arguments))
+        return answers[name]
+
+    written = await call("write_memory", {"content": MEMORIES[0], "tags": ["prefs"], "explain": True})
+    await client.call_tool("write_memory", {"content": MEMORIES[1], "occurred_at": "2026-01-05T10:00:00Z"})
+    await call("recall_memory", {"query": "coffee", "detail": "full", "explain": True})
+    await call("list_memories", {})
+    await call("forget_memory", {"id": written["id"], "reason": "test"})
+    await call("restore_memory", {"id": written["id"]})
+    await call("record_turn", {"session_id": "s1", "role": "user", "content": "Hello there, planning a trip"})
+    await call("update_working_memory", {"session_id": "s1", "state": {"goal": "trip"}})
+    await call("get_working_memory", {"session_id": "s1"})
+    await call("whoami", {})
+    exported = await call("export_memories", {"namespace": "user:1"})
+    await call("import_memories", {"namespace": "user:2", "records": exported["records"]})
+    await call("consolidate", {"namespace": "user:1"})
+    await call("purge_namespace", {"namespace": "user:2", "confirm": "user:2"})
+    return answers
+
+
+async def test_every_tool_s_real_answer_validates_against_the_output_schema_it_publishes(
+    app: Starlette, mint: Mint
+) -> None:
+    admin = mint(read=["user:1", "user:2"], write=["user:1", "user:2"], admin=True)
+    async with mcp_session(app, admin) as client:
+        tools = await schemas(client)
+        answers = await one_call_of_each_tool(client)
+
+    assert set(answers) == set(tools) == ADMIN_TOOLS | WRITE_TOOLS | READ_TOOLS
+    for name, answer in answers.items():
+        schema = tools[name].output_schema
+        assert schema is not None and schema["type"] == "object", name
+        jsonschema.validate(answer, schema, format_checker=jsonschema.FormatChecker())
+
+
+async def test_times_in_answers_are_published_as_date_time_and_refused_when_not_one(app: Starlette, mint: Mint) -> None:
+    async with mcp_session(app, mint()) as client:
+        tools = await schemas(client)
+        refused = await client.call_tool("write_memory", {"content": "x happened", "occurred_at": "last Tuesday"})
+
+    hit = tools["recall_memory"].output_schema["$defs"]["Hit"]  # type: ignore[index]
+    assert hit["properties"]["when"]["format"] == "date-time"
+    assert tools["write_memory"].input_schema["properties"]["occurred_at"]["anyOf"][0]["format"] == "date-time"
+    assert error_code(refused) == "invalid_argument"
+
+
+async def test_input_schemas_carry_the_engine_s_bounds_from_settings(app: Starlette, mint: Mint) -> None:
+    async with mcp_session(app, mint()) as client:
+        tools = await schemas(client)
+
+    write = tools["write_memory"].input_schema["properties"]
+    recall = tools["recall_memory"].input_schema["properties"]
+    content = write["content"]
+    assert (content["type"], content["minLength"], content["maxLength"]) == ("string", 1, 8000)
+    assert write["importance"]["anyOf"][0] | {"minimum": 0, "maximum": 1} == write["importance"]["anyOf"][0]
+    assert write["request_id"]["anyOf"][0]["pattern"] == "^[A-Za-z0-9][A-Za-z0-9:_.@-]{0,127}$"
+    assert write["tags"]["anyOf"][0]["maxItems"] == 32
+    assert recall["top_k"]["anyOf"][0]["maximum"] == 100
+    assert tools["list_memories"].input_schema["properties"]["limit"]["anyOf"][0]["maximum"] == 200
+    for tool in tools.values():
+        assert tool.input_schema.get("additionalProperties") is False, tool.name
+        assert tool.description and "\n" not in tool.description and "  " not in tool.description, tool.name
+
+
+async def test_a_value_outside_a_published_bound_is_refused_naming_the_field(app: Starlette, mint: Mint) -> None:
+    async with mcp_session(app, mint()) as client:
+        too_important = await client.call_tool("write_memory", {"content": "x is y", "importance": 1.5})
+        too_many = await client.call_tool("recall_memory", {"query": "x", "top_k": 101})
+        listed = data(await client.call_tool("list_memories", {}))
+
+    assert error_code(too_important) == "invalid_argument" and "importance" in str(too_important.structured_content)
+    assert error_code(too_many) == "invalid_argument" and "top_k" in str(too_many.structured_content)
+    assert listed["memories"] == []
+
+
+@pytest.mark.parametrize(
+    ("grant", "expected"),
+    [
+        ({"scopes": ["memory:read"]}, READ_TOOLS),
+        ({"scopes": ["memory:write"]}, WRITE_TOOLS),
+        ({}, READ_TOOLS | WRITE_TOOLS),
+        ({"admin": True}, READ_TOOLS | WRITE_TOOLS | ADMIN_TOOLS),
+    ],
+    ids=["read-only", "write-only", "read-write", "admin"],
+)
+async def test_tools_list_shows_a_token_only_the_tools_its_scopes_allow(
+    app: Starlette, mint: Mint, grant: dict[str, Any], expected: set[str]
+) -> None:
+    async with mcp_session(app, mint(**grant)) as client:
+        assert set(await schemas(client)) == expected
+
+
+async def test_a_recall_hit_is_lean_by_default_and_full_on_request(app: Starlette, mint: Mint) -> None:
+    async with mcp_session(app, mint()) as client:
+        for content in MEMORIES:
+            data(await client.call_tool("write_memory", {"content": content}))
+        lean = await client.call_tool("recall_memory", {"query": "what does the user like"})
+        full = await client.call_tool("recall_memory", {"query": "what does the user like", "detail": "full"})
+
+    lean_hits, full_hits = data(lean)["memories"], data(full)["memories"]
+    assert len(lean_hits) == len(full_hits) == 8
+    assert all(set(hit) == LEAN for hit in lean_hits)
+    assert {"kind", "importance", "tags", "metadata", "created_at", "source"} <= set(full_hits[0])
+    assert [h["id"] for h in lean_hits] == [h["id"] for h in full_hits]
+    lean_chars, full_chars = len(lean.content[0].text), len(full.content[0].text)  # type: ignore[union-attr]
+    assert full_chars >= 3 * lean_chars  # the issue's bar: answers at least 3x smaller by default
+
+
+@pytest.mark.parametrize("budget", [20, 60, 120, 250])
+async def test_token_budget_bounds_the_whole_answer_and_says_how_many_hits_it_left_out(
+    app: Starlette, mint: Mint, budget: int
+) -> None:
+    async with mcp_session(app, mint()) as client:
+        for content in MEMORIES:
+            data(await client.call_tool("write_memory", {"content": content}))
+        everything = data(await client.call_tool("recall_memory", {"query": "the user"}))
+        result = await client.call_tool("recall_memory", {"query": "the user", "token_budget": budget})
+
+    answer = data(result)
+    assert estimate_tokens(result.content[0].text) <= budget  # type: ignore[union-attr]
+    assert answer["omitted"] == len(everything["memories"]) - len(answer["memories"])
+    kept = [h["id"] for h in answer["memories"]]
+    assert kept == [h["id"] for h in everything["memories"] if h["id"] in kept]  # best first, in order
+
+
+def test_a_cjk_character_costs_a_token_of_the_budget() -> None:
+    assert estimate_tokens("用户喜欢喝深烘咖啡") == 9
+    assert estimate_tokens("The user prefers dark roast") == 7
+
+
+async def test_the_bounds_follow_the_configured_limits(settings: Settings, mint: Mint) -> None:
+    from gateway.app import create_app
+    from tests.conftest import running
+
+    app = create_app(settings.model_copy(update={"max_content_chars": 500, "max_top_k": 20}))
+    async with running(app), mcp_session(app, mint()) as client:
+        tools = await schemas(client)
+    assert tools["write_memory"].input_schema["properties"]["content"]["maxLength"] == 500
+    assert tools["recall_memory"].input_schema["properties"]["top_k"]["anyOf"][0]["maximum"] == 20
+    assert json.dumps(tools["recall_memory"].input_schema).count('"format": "date-time"') == 2  # since, until
