@@ -38,6 +38,14 @@ _ASKS_WHEN = re.compile(
     r"|什么时候|何时|哪天|哪一天|几号|几点|哪年|哪一年|哪个月",
     re.IGNORECASE,
 )
+# A question about the present state of things ("where does she live now?", "is he still at Google?", "目前在哪工作"):
+# the only questions a plan whose day has passed is history for (a question asked later about the plan itself, "when
+# was the art show?", "what did she plan for May?", wants it at full weight).
+_ASKS_NOW = re.compile(
+    r"\b(?:now|currently|current|these\s+days|nowadays|at\s+(?:the\s+)?(?:moment|present)|still|anymore|"
+    r"any\s+more|upcoming|coming\s+up)\b|现在|目前|当前|如今|眼下|还在|仍然|依然|接下来|即将",
+    re.IGNORECASE,
+)
 _TIME_WORD_TEXT = """
     yesterday today tonight tomorrow ago last next recently earlier weekend week month year summer winter spring
     autumn january february march april june july august september october november december monday tuesday
@@ -57,6 +65,7 @@ class QueryCues:
     text: str  # normalised
     words: frozenset[str]
     asks_when: bool
+    asks_now: bool = False  # about the present state of things (`_ASKS_NOW`)
 
     def names(self, speaker: str) -> bool:
         """Whether the query names this speaker (a whole word; inside the text for a CJK name)."""
@@ -65,7 +74,12 @@ class QueryCues:
 
 def query_cues(query: str) -> QueryCues:
     text = normalize(query)
-    return QueryCues(text, frozenset(_WORD.findall(text)), _ASKS_WHEN.search(text) is not None)
+    return QueryCues(
+        text,
+        frozenset(_WORD.findall(text)),
+        _ASKS_WHEN.search(text) is not None,
+        _ASKS_NOW.search(text) is not None,
+    )
 
 
 SPEAKER_KEY = "speaker"  # the metadata key a write names its speaker by, when its text has no "Name: " prefix

@@ -7,7 +7,8 @@ The similarity part is a relevance relative to the best candidate of the same re
    stronger signal of a query decide, and on LoCoMo it beat both halves where rank fusion fell below BM25 alone);
 2. cues (`memory.cues`): a memory spoken by someone the query names (its "Name: " prefix or the speaker given in
    its metadata) is multiplied by 1 + `speaker`, and one that says when something happened by 1 + `when` if the
-   query asks when; a plan whose day has passed (`memory.hidden`) by `passed_plan` (history, not the present);
+   query asks when; a plan whose day has passed (`memory.hidden`) by `passed_plan` when the query asks about the
+   present (history, not the present);
 3. conversation context: a memory that follows a matching one in its session (the answer to a matching question)
    is lifted by `context` times the match's relevance (twice that when the match asks a question), the memory
    before a match by a third of that, and every memory by `session` times the best relevance found in its
@@ -99,12 +100,14 @@ def cue_relevance(
     passed_plan: float = 1.0,
 ) -> list[float]:
     """Step 2 (see the module docstring): the speaker the query names and the time a "when" query asks for; a
-    plan whose day has passed by `now` is kept as history at `passed_plan` times its relevance. `notes`, one list
-    per memory, receives the name of each cue that applied ("speaker", "when", "passed_plan")."""
+    plan whose day has passed by `now` is history: marked, and at `passed_plan` times its relevance for a question
+    about the present ("where does she live now?"). `notes`, one list per memory, receives the name of each cue
+    that applied ("speaker", "when", "passed_plan")."""
     lifted = []
     for i, (memory, value) in enumerate(zip(memories, relevance, strict=True)):
         if now is not None and is_passed_plan(memory, now):
-            value *= passed_plan
+            if query.asks_now:
+                value *= passed_plan
             _note(notes, i, "passed_plan")
         who = speaker_of(memory.content, memory.metadata) if speaker else None
         if who is not None and query.names(who):

@@ -175,7 +175,11 @@ class Settings(BaseSettings):
         0.15, ge=0, le=1, description="Share by which a memory that ends in a question is lowered."
     )
     weight_passed_plan: float = Field(
-        0.5, ge=0, le=1, description="Factor on the relevance of a plan whose day has passed (kept as history)."
+        1.0,
+        ge=0,
+        le=1,
+        description="Factor on the relevance of a plan whose day has passed (kept as history) for a question "
+        "about the present (now, currently, still, 现在, 目前).",
     )
     scoring_tenants: dict[str, ScoringOverrides] = Field(
         default_factory=dict, description='Per-tenant recall weights, JSON: {"acme": {"recency": 0.3}}'

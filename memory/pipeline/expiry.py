@@ -20,11 +20,11 @@ the latest day wins. An explicit `ttl_seconds` always wins over the text.
 
 What a plan means later (decided and measured, `python -m bench.expired_plans`): the write notes the end of its
 day (`_pipeline.expiry.until`) and sets no `expires_at`, so a plan is never hidden; once the day has passed,
-recall keeps it as history at `ScoringWeights.passed_plan` times its relevance and marks it (`memory.hidden`). On
-text nobody tuned these rules on they were right about four times in five when they fired (bench/FINDINGS.md): not
-sure enough to hide a memory. On LoCoMo dev, passed plans at the bottom (as good as hidden) gave recall@10 0.780,
-at half their relevance 0.788, at full relevance 0.792 (19 of 1,348 evidence turns are passed plans that
-questions ask about as history). An explicit `ttl_seconds` is the only expiry that hides.
+recall keeps it as history and marks it (`memory.hidden`), and lowers it for a question about the present only if
+configured (`ScoringWeights.passed_plan`, off by default). On five samples written blind to these rules the plan
+reading was right between a third and five sixths of the times it fired (bench/FINDINGS.md): not sure enough to
+hide or lower a memory. On LoCoMo dev, passed plans as good as hidden gave recall@10 0.780, kept 0.792. An
+explicit `ttl_seconds` is the only expiry that hides.
 
 Linear in the text, whatever it holds: a rule scans only a text that has one of its words, examines at most
 `MAX_MATCHES_PER_RULE` matches, the sentences are found once and each is tested for tense once, and a run of
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -93,6 +94,8 @@ _WD = "|".join(sorted(_WEEKDAYS_EN, key=len, reverse=True))
 _MON = "|".join(sorted(_MONTHS, key=len, reverse=True)).replace("may", "(?-i:May)")  # not the verb "may"
 _NUM = r"\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _ZH_NUM = r"\d{1,3}|[一二两三四五六七八九十]{1,3}"
+_RANGE_EN = r"(?:-|–|—|to|through|thru|until|till)"  # "Oct 14–18", "May 3 thru 9"
+_RANGE_ZH = r"(?:到|至|-|–|~|～)"  # "下周一到周三"
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +174,20 @@ _RULES: list[Rule] = [
         ),
     ),
     (
+        "weekday_after_next_week",  # a range ends on its last day: "下下周一到周三"
+        re.compile(
+            rf"下下(?:个)?(?:周|星期|礼拜)[一二三四五六日天]\s*{_RANGE_ZH}\s*(?:周|星期|礼拜)?([一二三四五六日天])"
+        ),
+        lambda m, t: _week_start(t) + timedelta(days=14 + _WEEKDAYS_ZH[m.group(1)]),
+    ),
+    (
+        "next_weekday",
+        re.compile(
+            rf"(?<!下)下(?:个)?(?:周|星期|礼拜)[一二三四五六日天]\s*{_RANGE_ZH}\s*(?:周|星期|礼拜)?([一二三四五六日天])"
+        ),
+        lambda m, t: _week_start(t) + timedelta(days=7 + _WEEKDAYS_ZH[m.group(1)]),
+    ),
+    (
         "this_weekday",
         re.compile(rf"\b(?:this|on|by|until|till|before|due|coming|this\s+coming)\s+({_WD})\b(?!s)"),
         lambda m, t: _coming(_WEEKDAYS_EN[m.group(1).lower()], t),
@@ -211,8 +228,13 @@ _RULES: list[Rule] = [
         lambda m, t: _week_start(t) + timedelta(days=6),
     ),
     (
+        "week_after_next",
+        re.compile(r"\bthe\s+week\s+after\s+next\b|下下(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])"),
+        lambda m, t: _week_start(t) + timedelta(days=20),
+    ),
+    (
         "next_week",
-        re.compile(r"(?<!day\s)(?<!day\sof\s)\bnext\s+week\b|下(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])"),
+        re.compile(r"(?<!day\s)(?<!day\sof\s)\bnext\s+week\b|(?<!下)下(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天末])"),
         lambda m, t: _week_start(t) + timedelta(days=13),
     ),
     (
@@ -222,12 +244,20 @@ _RULES: list[Rule] = [
     ),
     (
         "this_month",
-        re.compile(rf"\b(?:later\s+)?this\s+month\b|(?:这个|本)月(?:底)?(?!\s*(?:{_ZH_NUM})\s*[号日])"),
+        re.compile(
+            rf"\b(?:later\s+)?this\s+month\b|\b(?:by\s+)?(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?month\b"
+            rf"|(?:这个|本)月(?:底)?(?!\s*(?:{_ZH_NUM})\s*[号日])|(?<![上个下\d一二三四五六七八九十])月底"
+        ),
         lambda m, t: _month_end(t.year, t.month),
     ),
     (
+        "day_next_month",
+        re.compile(r"\b(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)\s+of\s+next\s+month\b"),
+        lambda m, t: _full_date(t.year + t.month // 12, t.month % 12 + 1, int(m.group(1))),
+    ),
+    (
         "next_month",
-        re.compile(rf"\bnext\s+month\b|下(?:个)?月(?!\s*(?:{_ZH_NUM})\s*[号日])"),
+        re.compile(rf"(?<!(?:st|nd|rd|th)\sof\s)\bnext\s+month\b|下(?:个)?月(?!\s*(?:{_ZH_NUM})\s*[号日])"),
         lambda m, t: _month_end(t.year + t.month // 12, t.month % 12 + 1),
     ),
     (
@@ -260,6 +290,11 @@ _RULES: list[Rule] = [
         lambda m, t: _nearest(_MONTHS[m.group(2).lower()], int(m.group(1)), t),
     ),
     (
+        "date",  # a range of days ends on its last one: "Oct 14–18", "May 3 to 9"
+        re.compile(rf"\b({_MON})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\s*{_RANGE_EN}\s*(\d{{1,2}})(?:st|nd|rd|th)?\b(?!:)"),
+        lambda m, t: _nearest(_MONTHS[m.group(1).lower()], int(m.group(2)), t),
+    ),
+    (
         "date",
         re.compile(r"(?<![年\d])(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"),
         lambda m, t: _nearest(int(m.group(1)), int(m.group(2)), t),
@@ -280,7 +315,7 @@ _RULES = [(name, re.compile(pattern.pattern, re.IGNORECASE), fn) for name, patte
 # also name the current or a past one, which the tense of their sentence decides.
 _AHEAD_ONLY = frozenset(
     {"day_after_tomorrow", "tomorrow", "in_three_days", "in_two_days", "next_weekday", "next_weekend", "next_week"}
-    | {"next_month", "weekday_next_week", "day_next_month", "weekday_after_next_week"}
+    | {"next_month", "weekday_next_week", "day_next_month", "weekday_after_next_week", "week_after_next"}
 )
 # An offset from now unless the sentence is in the past tense, where it is a duration ("finished it in 3 days").
 _OFFSET = frozenset({"in_days", "in_hours"})
@@ -303,6 +338,8 @@ _NEEDLES: list[tuple[str, ...]] = [
     ("后天",),
     ("下下",),
     ("next", "下"),
+    ("下下",),
+    ("下",),
     _WEEKDAY_NEEDLES,
     ("这", "本"),
     ("周", "星期", "礼拜"),
@@ -311,13 +348,16 @@ _NEEDLES: list[tuple[str, ...]] = [
     ("下",),
     ("weekend", "周末"),
     ("weekend", "周末"),
+    ("after", "下下"),
     ("next", "下"),
     ("this", "这", "本"),
     ("month", "月"),
+    ("next",),
     ("next", "下"),
     ("day", "week", "后", "过"),
     ("hour", "minute"),
     ("-", "/", ".", "年"),
+    _MONTH_NEEDLES,
     _MONTH_NEEDLES,
     _MONTH_NEEDLES,
     ("月",),
@@ -349,6 +389,7 @@ def _candidates(text: str, today: date, budget: CpuBudget | None) -> Iterator[tu
         yield "today", match, today
 
 
+_OTHERWISE = re.compile(r"\b(?:otherwise|or\s+else)\b|不然|否则", re.IGNORECASE)
 _DEADLINE_WORDS = ("by", "before", "until", "till", "due")  # "send it by Thursday" ("周五前" in Chinese)
 
 
@@ -384,11 +425,15 @@ def find_expiry(content: str, reference: datetime, budget: CpuBudget | None = No
     quotes = Quotes(text)
     best: TimeBound | None = None
     best_span = (0, 0)
+    otherwise = [m.start() for m in _OTHERWISE.finditer(text)]  # found once; looked up by bisection
     for rule, match, day in _candidates(text, today, budget):
         if day < today or quotes.inside(match.start()):
             continue
         if not _looks_ahead(rule, match, day, today, sentences):
             continue
+        first = bisect_left(otherwise, sentences.around(match.start(), match.end())[0])
+        if first < len(otherwise) and otherwise[first] < match.start():
+            continue  # what happens otherwise: "by the end of the month, or it slips to next month"
         if best is None or day > best.day:
             best = TimeBound(_end_of(day, reference), day, match.group(0), rule)
             best_span = sentences.around(match.start(), match.end())

@@ -56,7 +56,11 @@ PAST_BESIDE = re.compile(
     r"|(?<![好对算行罢])了|(?<![不难])过(?![来去得])|昨天|前天|已经|刚才|刚刚|最近|上周|上个月|去年",
     re.IGNORECASE,
 )
-NOT_A_PLAN = re.compile(r"\b(?:if|would|could|wish|still|nowadays)\b|如果|要是|还是|仍然|依然", re.IGNORECASE)
+NOT_A_PLAN = re.compile(
+    r"\b(?:if|would|could|wish|still|nowadays|as\s+of|starting|effective|onwards?|from\s+now\s+on)\b"
+    r"|如果|要是|还是|仍然|依然|(?:从|自)[^，。！？,.!?]{1,8}(?:起|开始)|以后都|今后",
+    re.IGNORECASE,
+)  # conditional or ongoing; or the start of a lasting state ("as of March 1 the tier is $35", "从下周起改到周二")
 # A permanent date anywhere in the text ("born on May 5", "我的生日是5月5日"): nothing in it expires.
 PERMANENT = re.compile(r"\b(?:born|birthdays?|anniversary|anniversaries)\b|生日|纪念日|出生", re.IGNORECASE)
 # A lasting fact: a preference, an identity or a job, a habit ("I love hiking", "I'm a nurse", "我一直很喜欢西班牙").
@@ -74,6 +78,34 @@ LASTING = re.compile(
     r"喜欢|爱好|(?<!可)爱(?!心)|讨厌|一直|我是|职业|我在[^，。！？,.!?]{1,12}(?:当|教|工作|上班)|过敏|糖尿病|负责",
     re.IGNORECASE,
 )
+# Something that outlasts the plan, named in it: a person of the family, a pet, a possession by make or year, a
+# health condition, an ongoing state, a past event (when it happened, or what was bought or done), or a feeling
+# about it ("my daughter starts school on Monday", "我家那只橘猫周三要去拔牙", "My 2016 Civic is going in
+# for new brakes tomorrow", "我刚提的比亚迪", "dreading the review next week", "紧张得睡不着"): the memory says
+# who the writer has, owns or feels, which a plan's day does not end.
+OUTLASTING = re.compile(
+    r"\b(?:my|our|his|her|their)\s+(?:little\s+|older\s+|younger\s+|big\s+|baby\s+)?(?:daughters?|sons?|kids?|"
+    r"children|wife|husband|partner|mom|mum|mother|dad|father|parents|brothers?|sisters?|grandma|grandmother|"
+    r"grandpa|grandfather|grandparents|aunt|uncle|cousin|niece|nephew|fianc[ée]e?|boyfriend|girlfriend|in-laws)\b|"
+    r"\b(?:cats?|dogs?|puppy|puppies|kittens?|pup|hamster|parrot|rabbit|bunny)\b|"
+    r"\b(?:my|our)\s+(?:(?:19|20)\d\d|new|old|first)\s+\w+|"
+    r"\b(?:dread(?:ing|s)?|nervous|anxious|worried|worrying|scared|terrified|excited|stoked|thrilled|stressed|"
+    r"stressing|freaking\s+out|can'?t\s+wait|looking\s+forward)\b|"
+    # a possession by what one does with it or by its model year, an ongoing state, a health condition
+    r"\b(?:drives?|owns?)\s+(?:a|an|the|his|her|their|two|three)\b|\b(?:19|20)\d\d\s+(?-i:[A-Z][a-z]+)|\bcurrently\b|"
+    r"\b(?:hypertension|high\s+blood\s+pressure|asthma|diabetes|cancer|depression|adhd|pregnant)\b|"
+    r"\b(?:golden|labrador|corgi|husky|retriever|poodle|terrier)\b|"
+    # a past event in the plan's own sentence: when it happened, or what was acquired or done
+    r"\b(?:yesterday|ago|last\s+(?:week|month|year|night|summer|winter|spring|fall|autumn))\b|"
+    r"\b(?:took|bought|adopted|graduated|sold|won|passed|joined|got\s+into)\b|"
+    r"女儿|儿子|孩子|老婆|老公|妻子|丈夫|爸爸|妈妈|爸妈|父亲|母亲|父母|哥哥|姐姐|弟弟|妹妹|爷爷|奶奶|外公|外婆|姥姥|姥爷|"
+    r"我[妈爸哥姐弟妹]|老[妈爸]|家人|亲戚|"
+    r"男朋友|女朋友|对象|未婚[夫妻]|公婆|岳父|岳母|猫|狗|宠物|金毛|泰迪|柯基|哈士奇|刚(?:买|提|入手|换|领养|装修)|新买|"
+    r"\d{2,4}款|开(?:一|了)?辆|我的车|目前|高血压|哮喘|怀孕|抑郁|癌|心脏病|慢性|"
+    r"昨天|前天|去年|上(?:个)?月|上(?:周|星期)|已经|(?:买|养|拿到|考|领|租|搬)了|"
+    r"紧张|担心|害怕|期待|兴奋|激动|焦虑|睡不着|舍不得|忐忑|好怕|难过|伤心",
+    re.IGNORECASE,
+)
 # An event or a project beside the plan in its own sentence ("Tim gets accepted to the program and will leave next
 # month", "Jon is working on opening a studio, opening night tomorrow"): it outlasts the day.
 EVENT = re.compile(
@@ -84,7 +116,8 @@ EVENT = re.compile(
 AMONG_OTHERS = re.compile(r"\b(?:also|as\s+well|besides)\b|另外|此外", re.IGNORECASE)
 # A recurring time in the sentence ("every Monday", "每周一", "usually on Fridays"): not one day to come.
 _RECURRING = re.compile(
-    r"\b(?:every|each|since|weekly|daily|annually|monthly|usually|always|often|sometimes|occasionally)\b|"
+    r"\b(?:every|each|weekly|daily|annually|monthly|usually|always|often|sometimes|occasionally)\b|"
+    r"\bsince\b(?!\s+(?:i|you|we|he|she|they|it)\b)|"  # "since May", not "since I'll forget" (because)
     r"每|以来|自从|通常|经常|总是|有时|偶尔|一般|平时|往往",
     re.IGNORECASE,
 )
@@ -141,6 +174,12 @@ def without_header(text: str) -> str:
     return text[header.end() :] if header else text
 
 
+# A sentence longer than this is no plan and holds more than one: a plan is said in a few words ("dentist
+# Thursday at 3", "我下周三要去北京出差"), and a run-on text of thousands of characters is not read for one (each
+# test below would scan all of it).
+MAX_PLAN_SENTENCE = 400
+
+
 @dataclass(frozen=True, slots=True)
 class Reading:
     """What one sentence says about time: past, refused as a plan, and whether it has a cue of one."""
@@ -153,15 +192,16 @@ class Reading:
 
     @classmethod
     def of(cls, sentence: str) -> Reading:
+        if len(sentence) > MAX_PLAN_SENTENCE:
+            return cls(past=False, refused=True, cue=False, lasting=True, holds_more=True)
         question = bool(_QUESTION.search(sentence)) and not _REMINDER.search(sentence)
         refused = NOT_A_PLAN.search(sentence) or _REPORTED.search(sentence) or _FAREWELL.search(sentence)
         refused = refused or _RECURRING.search(sentence) or _TALK.search(sentence) or _OPINION.search(sentence)
         past, cue = bool(PAST.search(sentence)), bool(_CUE.search(sentence))
         # a question states no fact
-        lasting = not question and bool(
-            LASTING.search(sentence) or PAST_BESIDE.search(sentence) or EVENT.search(sentence)
-        )
-        holds_more = bool(LASTING.search(sentence) or EVENT.search(sentence) or AMONG_OTHERS.search(sentence))
+        outlasting = bool(LASTING.search(sentence) or OUTLASTING.search(sentence) or EVENT.search(sentence))
+        lasting = not question and (outlasting or bool(PAST_BESIDE.search(sentence)))
+        holds_more = outlasting or bool(AMONG_OTHERS.search(sentence))
         return cls(past, bool(refused) or question, cue, lasting, holds_more)
 
 

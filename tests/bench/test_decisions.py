@@ -43,7 +43,7 @@ def test_the_held_out_cases_are_a_census_of_lo_co_mo_s_notes_or_written_blind_in
     census = [c for c in held_out if c.statement.source == "locomo_facts" and c.id.startswith("census-")]
     blind = [c for c in held_out if "blind" in c.tags and c.statement.source == "own"]
     assert len(census) >= 10 and len(census) + len(blind) == len(held_out)
-    assert collections.Counter(c.lang for c in blind) == {"en": 240, "zh": 240}
+    assert collections.Counter(c.lang for c in blind) == {"en": 480, "zh": 480}
 
 
 def test_the_set_holds_at_least_300_statements_about_half_of_them_chinese(cases: list[Case]) -> None:

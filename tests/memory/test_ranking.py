@@ -298,3 +298,30 @@ async def test_through_recall_the_named_speakers_memory_gains_the_speaker_lift_a
     assert [h.memory.content for h in plain] == [about_her, by_her]
     assert [h.scores.similarity for h in cued] == pytest.approx([1.0, 1.4 * plain[1].scores.similarity])
     assert [h.scores.cues for h in cued] == [(), ("speaker",)] and plain[1].scores.cues == ()
+
+
+@pytest.mark.parametrize(
+    ("query", "factor"),
+    [
+        ("Where is Ana flying to now?", 0.5),
+        ("Is Ana still going to Berlin?", 0.5),
+        ("安娜现在在哪里？", 0.5),
+        ("When did Ana fly to Berlin?", 1.0),
+        ("What did Ana plan for the conference?", 1.0),
+        ("安娜什么时候去的柏林？", 1.0),
+    ],
+)
+def test_a_passed_plan_is_marked_always_but_lowered_only_for_a_question_about_the_present(
+    query: str, factor: float
+) -> None:
+    plan = make_memory(
+        "Ana flies to Berlin tomorrow", tenant="acme", metadata={"_pipeline": {"expiry": {"until": START.isoformat()}}}
+    )
+    notes: list[list[str]] = [[]]
+
+    lifted = cue_relevance(
+        query_cues(query), [plan], [1.0], speaker=0, when=0, notes=notes, now=START + timedelta(days=1), passed_plan=0.5
+    )
+
+    assert lifted == [factor]
+    assert notes == [["passed_plan"]]
