@@ -57,13 +57,13 @@ def before(full: dict[str, Any]) -> str:
     return json.dumps({"memories": hits}, ensure_ascii=False)
 
 
-async def measure() -> dict[str, Any]:
+async def measure(quick: bool = False, workdir: Path | None = None) -> dict[str, Any]:
     conversation = locomo.load(DATASETS / "locomo/locomo10-dev.json")[0]
-    texts, queries = memorybank_user(200)
+    texts, queries = memorybank_user(60 if quick else 200)
     ways = [*WAYS, BEFORE]
     sizes: dict[str, dict[str, list[float]]] = {lang: {way: [] for way in ways} for lang in ("en", "zh")}
     budgets: dict[int, list[int]] = {budget: [] for budget in BUDGETS}
-    with tempfile.TemporaryDirectory(prefix="hindsight-answer-size-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="hindsight-answer-size-", dir=workdir) as tmp:
         async with in_process(eval_settings(Path(tmp))) as target:
             client = target.client
 
@@ -78,7 +78,8 @@ async def measure() -> dict[str, Any]:
                 await client.call_tool("write_memory", {**body, "metadata": {"speaker": turn.speaker}})
             for text in texts:
                 await client.call_tool("write_memory", {"content": text, "namespace": "zh"})
-            asked = [("en", q.question) for q in conversation.questions] + [("zh", q) for q in queries]
+            asked = [("en", q.question) for q in conversation.questions][: 30 if quick else None]
+            asked += [("zh", q) for q in queries]
             for lang, query in asked:
                 for way, extra in WAYS.items():
                     text, answer = await recall(lang, query, extra)
@@ -120,6 +121,10 @@ def render(figures: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_section(path: Path, section: str) -> None:
+    replace_section(path, section, BEGIN, END)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.answer_size", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="also write the section into this RESULTS.md")
@@ -132,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     section = render(anyio.run(measure))
     print(section)
     if args.out is not None:
-        replace_section(args.out, section, BEGIN, END)
+        write_section(args.out, section)
     return 0
 
 

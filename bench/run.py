@@ -29,7 +29,7 @@ from types import ModuleType
 import anyio
 import anyio.to_thread
 
-from bench import corpus, decisions, expired_plans, hostile, isolation
+from bench import answer_size, corpus, decisions, expired_plans, hostile, isolation
 from bench.config import (
     Config,
     Results,
@@ -56,10 +56,11 @@ from bench.mcp_load import (
 from bench.procinfo import disk_bytes, load_average, machine_info
 from bench.profile_stage import profile_stage
 from bench.server import REPO
+from gateway import eval_memorybank
 from gateway.runtime import open_runtime
 from memory.evaluation.report import BEGIN as EVAL_BEGIN
 from memory.evaluation.report import END as EVAL_END
-from memory.evaluation.report import write_section
+from memory.evaluation.report import write_between
 
 
 async def baseline_server(cfg: Config, results: Results, data_dir: Path, log: Path) -> None:
@@ -235,12 +236,16 @@ def quiet_logging() -> None:
     logging.getLogger().setLevel(logging.WARNING)
 
 
+# Sections of RESULTS.md that `hindsight eval locomo` and `hindsight eval memorybank` write: kept as they are
+KEPT = ((EVAL_BEGIN, EVAL_END), (eval_memorybank.BEGIN, eval_memorybank.END))
+
 # Stages with a RESULTS.md section of their own, run after the report: (what is said, the module)
 STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("hostile text: CPU per text rule and per in-process write and recall", hostile),
     ("write decisions: the labelled set and whole corpora through the write path", decisions),
     ("hostile tenant: another tenant's latency over HTTP MCP during an attack", isolation),
     ("passed plans: LoCoMo recall with passed plans hidden and kept", expired_plans),
+    ("recall answers: characters per hit, lean and full, and token budgets", answer_size),
 )
 
 
@@ -261,9 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
     previous = cfg.out.read_text() if cfg.out.exists() else ""
     cfg.out.write_text(render(results))
-    if EVAL_BEGIN in previous and EVAL_END in previous:  # keep the `hindsight eval locomo` section
-        start, end = previous.index(EVAL_BEGIN), previous.index(EVAL_END) + len(EVAL_END)
-        write_section(cfg.out, previous[start:end] + "\n")
+    for begin, end_marker in KEPT:  # the `hindsight eval` sections, measured by their own commands
+        if begin in previous and end_marker in previous:
+            start, end = previous.index(begin), previous.index(end_marker) + len(end_marker)
+            write_between(cfg.out, previous[start:end] + "\n", begin, end_marker)
     for label, stage in STAGES:  # sections measured after the report; re-rendering keeps the last ones
         if not cfg.render_only:
             say(label)

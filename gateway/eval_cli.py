@@ -27,15 +27,16 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from gateway import eval_memorybank
 from gateway.app import create_app
 from gateway.eval_mcp import McpEvaluation, Progress
 from gateway.progress import ProgressBar
 from gateway.runtime import Runtime, open_embedder, open_runtime
 from memory.clock import ManualClock
 from memory.embedders import RemoteEmbedder
-from memory.evaluation import locomo
+from memory.evaluation import locomo, memorybank
 from memory.evaluation.formats import BY_NAME, FORMATS, TurnFormat
-from memory.evaluation.report import render, write_section
+from memory.evaluation.report import render, write_between, write_section
 from memory.evaluation.results import EvalReport
 from memory.evaluation.runner import default_grid, evaluate
 from memory.ports import Embedder
@@ -164,6 +165,25 @@ async def run_locomo(args: argparse.Namespace) -> int:
     return 0
 
 
+async def run_memorybank(args: argparse.Namespace) -> int:
+    directory = Path(args.data)
+    conversations = memorybank.load(directory)
+    with tempfile.TemporaryDirectory(prefix="hindsight-eval-") as tmp:
+        settings = eval_settings(Path(tmp) / "mcp")
+        target = remote(args.url, args.token, settings) if args.url else in_process(settings)
+        async with target as t:
+            evaluation = McpEvaluation(t.client, t.embedder, run_tag=t.run_tag, top_k=eval_memorybank.TOP_K)
+            scores = await eval_memorybank.evaluate(evaluation, t.embedder, conversations)
+            where = t.where
+    header = eval_memorybank.header(directory, _commit(), settings.embedder, where)
+    section = eval_memorybank.render(scores, header, memorybank.user_names(directory), conversations)
+    print(section)
+    if args.out != "-":
+        write_between(Path(args.out), section, eval_memorybank.BEGIN, eval_memorybank.END)
+        print(f"written to {args.out}", file=sys.stderr)
+    return 0
+
+
 def add_eval_commands(sub: Any) -> None:
     evaluation = sub.add_parser("eval", help="measure recall quality")
     which = evaluation.add_subparsers(dest="dataset", required=True)
@@ -183,6 +203,7 @@ def add_eval_commands(sub: Any) -> None:
     loco.add_argument("--grid-format", default="plain", choices=sorted(BY_NAME), help="the grid's turn format")
     loco.add_argument("--out", default="bench/RESULTS.md", help="Markdown file for the results ('-': stdout only)")
     loco.set_defaults(func=_run)
+    eval_memorybank.add_memorybank_command(which, _run_memorybank)
 
 
 def quiet_logging() -> None:
@@ -191,6 +212,13 @@ def quiet_logging() -> None:
     import wordllama  # noqa: F401
 
     logging.getLogger().setLevel(logging.WARNING)
+
+
+def _run_memorybank(args: argparse.Namespace) -> int:
+    if args.url and not args.token:
+        raise SystemExit("--url needs --token")
+    quiet_logging()
+    return int(anyio.run(run_memorybank, args))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -8,9 +8,10 @@ document and dense embedding (and its turn context: `memory.writes`), the speake
 is in its claims and conflicts (`memory.pipeline.conflict`). Its stored content stays as written.
 
 When a memory happened is findable by keyword too: its keyword document also holds its day in words
-(`date_words`: "27 March 2023", the day of its `occurred_at` in the writer's zone, else of its writing), so a
-query naming a date ("what did Jon find on 1 February, 2023?", "in August 2023") matches what was said that
-day whether or not the text says it, as it would if the turn had been logged under a date header.
+(`date_words`: "27 March 2023", and "2023年3月27日 3月27号" for a Chinese memory, the day of its `occurred_at` in
+the writer's zone, else of its writing), so a query naming a date ("what did Jon find on 1 February, 2023?", "in
+August 2023", "5月4号的天气怎么样?") matches what was said that day whether or not the text says it, as it would
+if the turn had been logged under a date header.
 
 They follow how people talk about their lives, as counted on LoCoMo's development split (the same split the
 weights were measured on, so `hindsight eval locomo` on other data is the fair check): a question naming a
@@ -66,6 +67,7 @@ class QueryCues:
     words: frozenset[str]
     asks_when: bool
     asks_now: bool = False  # about the present state of things (`_ASKS_NOW`)
+    cjk: bool = False  # written in Chinese, Japanese or Korean (its own dense share: `ScoringWeights`)
 
     def names(self, speaker: str) -> bool:
         """Whether the query names this speaker (a whole word; inside the text for a CJK name)."""
@@ -79,6 +81,7 @@ def query_cues(query: str) -> QueryCues:
         frozenset(_WORD.findall(text)),
         _ASKS_WHEN.search(text) is not None,
         _ASKS_NOW.search(text) is not None,
+        has_cjk(text),
     )
 
 
@@ -134,10 +137,11 @@ _MONTHS = (
 )
 
 
-def date_words(at: datetime) -> str:
-    """The day of `at` (in its own zone) as a query names a date: "27 March 2023" (English month names; the
-    numbers also meet a Chinese "2023年3月27日")."""
-    return f"{at.day} {_MONTHS[at.month - 1]} {at.year}"
+def date_words(at: datetime, chinese: bool = False) -> str:
+    """The day of `at` (in its own zone) as a query names a date: "27 March 2023", and for a Chinese memory also
+    "2023年3月27日 3月27号" (a Chinese question names the month by its number: "5月4号我看了什么电影?")."""
+    words = f"{at.day} {_MONTHS[at.month - 1]} {at.year}"
+    return f"{words} {at.year}年{at.month}月{at.day}日 {at.month}月{at.day}号" if chinese else words
 
 
 # Each memory cue is computed only when a recall needs it; those read from the whole text are cached, since the

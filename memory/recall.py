@@ -52,7 +52,8 @@ async def scored_hits(
     replaced by its live successor (unless the filter includes superseded ones), each memory once."""
     memories = [c.memory for c in candidates]
     notes: list[list[str]] = [[] for _ in candidates]  # the cues that moved each candidate, for `explain`
-    relevance = hybrid_relevance(candidates, weights.dense_share)
+    cjk_share = weights.cjk_dense_share if query.cjk else None
+    relevance = hybrid_relevance(candidates, weights.dense_share if cjk_share is None else cjk_share)
     relevance = cue_relevance(
         query,
         memories,

@@ -32,6 +32,7 @@ from memory.pipeline import PipelineSettings, claims, conflict, turns
 from memory.pipeline.analysis import analyse_write
 from memory.pipeline.budget import CpuBudget
 from memory.pipeline.rating import rate_importance
+from memory.pipeline.text import has_cjk
 from memory.ports import Embedder, ImportanceRater, NamespaceLocks, RecallFilter, SparseVector, VectorStore
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
@@ -226,7 +227,7 @@ class MemoryWriter:
         )
         draft.own = own
         draft.vector = turns.in_context(own, context[0], settings.turn_context_weight) if context else own
-        keywords = f"{content}\n{date_words(memory.created_at)}"
+        keywords = f"{content}\n{date_words(memory.created_at, chinese=has_cjk(content))}"
         draft.sparse = await anyio.to_thread.run_sync(
             turns.keyword_vector, self.keywords, keywords, before, settings.turn_context_keyword_weight
         )

@@ -41,6 +41,7 @@ class ScoringOverrides(BaseModel):
     access_frequency: float | None = Field(None, ge=0)
     recency_decay_per_hour: float | None = Field(None, ge=0)
     dense_share: float | None = Field(None, ge=0, le=1)
+    cjk_dense_share: float | None = Field(None, ge=0, le=1)
     context: float | None = Field(None, ge=0)
     session: float | None = Field(None, ge=0)
     feedback: float | None = Field(None, ge=0, le=1)
@@ -163,6 +164,12 @@ class Settings(BaseSettings):
     recency_decay_per_hour: float = Field(0.01, ge=0)
     weight_dense_share: float | None = Field(
         None, ge=0, le=1, description="Dense cosine's share of relevance beside BM25 (unset: calibrated per embedder)."
+    )
+    weight_cjk_dense_share: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Dense share for a Chinese, Japanese or Korean query (unset: calibrated per embedder).",
     )
     weight_context: float = Field(0.3, ge=0, description="How much a matching turn lifts the turn that follows it.")
     weight_session: float = Field(0.3, ge=0, description="How much a session's best match lifts its other memories.")

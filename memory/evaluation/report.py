@@ -153,8 +153,13 @@ def _grid_rows(report: EvalReport) -> list[str]:
 
 def write_section(path: Path, section: str) -> None:
     """Put `section` into `path`, replacing an earlier evaluation section and keeping everything else."""
+    write_between(path, section, BEGIN, END)
+
+
+def write_between(path: Path, section: str, begin: str, end: str) -> None:
+    """Put `section` (from `begin` to `end`) into `path`, replacing an earlier one and keeping everything else."""
     text = path.read_text(encoding="utf-8") if path.exists() else "# Results\n"
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.S)
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -40,4 +40,4 @@ def test_the_quick_benchmark_produces_every_table(tmp_path: Path) -> None:
     for granted in (1, 10, 50):
         assert any(line.startswith(f"| {granted} | {granted * 10:,} |") for line in lines), f"no fan-out row {granted}"
     assert sum(line.startswith("### ") and " in process, " in line for line in lines) >= 2, "no in-process profiles"
-    assert expired_plans.HEADING in lines and any(line.startswith("| 0.5 (default) |") for line in lines)
+    assert expired_plans.HEADING in lines and any(line.startswith("| 1 (default) |") for line in lines)

