@@ -112,7 +112,7 @@ def render(
     lines = [BEGIN, "## Recall quality: MemoryBank, Chinese", "", header_text, ""]
     lines += [
         f"{len(conversations)} users, {turns} exchanges written, {questions} probing questions with {evidence} "
-        "evidence exchanges (labelled here by reading the histories: `memory/evaluation/data/`).",
+        "evidence exchanges (labelled here by reading the histories: `memory/evaluation/labels/`).",
         "",
         "| system | recall@1 | recall@5 | recall@10 | MRR | median ms/query |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",

@@ -1,7 +1,7 @@
 """The MemoryBank Chinese evaluation set: the chat histories of `memory_bank_cn.json` (15 simulated users, about
 ten days each; MIT, read from beside the repository, never copied into it), their probing questions
 (`probing_questions_cn.jsonl`), and the evidence turns of each question, labelled here by reading the histories
-(`data/memorybank_cn_evidence.jsonl`: ids only, "YYYY-MM-DD:index" of a day's exchanges).
+(`labels/memorybank_cn_evidence.jsonl`: ids only, "YYYY-MM-DD:index" of a day's exchanges).
 
 Each user is one `Conversation`: one turn per exchange (the user's message and the companion's reply, as a chat
 log keeps them, at noon UTC of its day plus one minute per index so turns keep their order), and one question per
@@ -19,7 +19,7 @@ from memory.evaluation.locomo import Conversation, Question, Turn
 
 HISTORIES = "memory_bank_cn.json"
 QUESTIONS = "probing_questions_cn.jsonl"
-EVIDENCE = Path(__file__).with_name("data") / "memorybank_cn_evidence.jsonl"
+EVIDENCE = Path(__file__).with_name("labels") / "memorybank_cn_evidence.jsonl"
 COMPANION = "AI"
 
 
