@@ -25,7 +25,7 @@ from memory.errors import InvalidArgument
 from memory.llm import ChatClient, ChatConfig, ChatImportanceRater, ChatSummarizer
 from memory.pipeline import for_embedder
 from memory.ports import Embedder, ImportanceRater, VectorStore, WorkingMemoryStore
-from memory.scoring import ScoringWeights, cjk_dense_share_for, dense_share_for
+from memory.scoring import ScoringWeights, cjk_dense_share_for, cross_script_share_for, dense_share_for
 from memory.service import MemoryService
 from memory.sessions import SessionService
 from memory.stores.edge import EdgeVectorStore
@@ -73,6 +73,11 @@ def scoring_weights(settings: Settings, model_id: str) -> ScoringWeights:
             cjk_dense_share_for(model_id)
             if settings.weight_cjk_dense_share is None
             else settings.weight_cjk_dense_share
+        ),
+        cross_script_share=(
+            cross_script_share_for(model_id)
+            if settings.weight_cross_script_share is None
+            else settings.weight_cross_script_share
         ),
         context=settings.weight_context,
         session=settings.weight_session,

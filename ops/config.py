@@ -42,6 +42,7 @@ class ScoringOverrides(BaseModel):
     recency_decay_per_hour: float | None = Field(None, ge=0)
     dense_share: float | None = Field(None, ge=0, le=1)
     cjk_dense_share: float | None = Field(None, ge=0, le=1)
+    cross_script_share: float | None = Field(None, ge=0, le=1)
     context: float | None = Field(None, ge=0)
     session: float | None = Field(None, ge=0)
     feedback: float | None = Field(None, ge=0, le=1)
@@ -170,6 +171,12 @@ class Settings(BaseSettings):
         ge=0,
         le=1,
         description="Dense share for a Chinese, Japanese or Korean query (unset: calibrated per embedder).",
+    )
+    weight_cross_script_share: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Share of the cosine for a memory in the other script than the query (unset: per embedder).",
     )
     weight_context: float = Field(0.3, ge=0, description="How much a matching turn lifts the turn that follows it.")
     weight_session: float = Field(0.3, ge=0, description="How much a session's best match lifts its other memories.")

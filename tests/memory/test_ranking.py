@@ -50,6 +50,19 @@ def test_hybrid_relevance_scales_the_cosines_over_the_candidates_and_bm25_by_the
     assert hybrid_relevance(candidates, 0.0) == pytest.approx([0.0, 1.0, 0.5])
 
 
+def test_a_memory_in_the_other_script_is_weighed_by_its_cosine_alone_when_a_cross_script_share_is_set() -> None:
+    chinese, english, other = memory("我女儿在学小提琴"), memory("Lily plays the violin"), memory("We own a shiba")
+    candidates = [ScoredMemory(chinese, 0.9, 0.0), ScoredMemory(english, 0.5, 4.0), ScoredMemory(other, 0.7, 2.0)]
+
+    usual = hybrid_relevance(candidates, 0.5, query_cjk=False)
+    crossed = hybrid_relevance(candidates, 0.5, query_cjk=False, cross_script_share=0.7)
+    asked_in_chinese = hybrid_relevance(candidates, 0.5, query_cjk=True, cross_script_share=0.7)
+
+    assert usual == pytest.approx([0.5, 0.5, 0.5])  # the Chinese memory loses its keyword half to BM25's blindness
+    assert crossed == pytest.approx([0.7, 0.5, 0.5])  # ...unless the cosine stands in for it
+    assert asked_in_chinese == pytest.approx([0.5, 0.0, 0.7 * 0.5])  # now the English ones are across
+
+
 def test_near_equal_cosines_are_not_stretched_over_the_whole_range() -> None:
     a, b = memory("a"), memory("b")
 
