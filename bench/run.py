@@ -29,7 +29,7 @@ from types import ModuleType
 import anyio
 import anyio.to_thread
 
-from bench import answer_size, corpus, crosslingual, decisions, expired_plans, hostile, isolation
+from bench import answer_size, corpus, crosslingual, decisions, embedder_cost, expired_plans, hostile, isolation
 from bench.config import (
     Config,
     Results,
@@ -247,6 +247,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("passed plans: LoCoMo recall with passed plans hidden and kept", expired_plans),
     ("recall answers: characters per hit, lean and full, and token budgets", answer_size),
     ("cross-lingual recall: a memory in one language, a question in the other", crosslingual),
+    ("embedders: what a write and a recall cost with each, English and Chinese", embedder_cost),
 )
 
 

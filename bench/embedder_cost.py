@@ -1,0 +1,166 @@
+"""`python -m bench.embedder_cost [--quick] [--out PATH]`: what each shipped embedder costs a write and a recall, in
+English and Chinese, side by side in one run (issue #14.2: is the multilingual `use` fast enough to be the default?).
+
+Per embedder (WordLlama, the default; use, Universal Sentence Encoder multilingual): a corpus of 10,000 memories
+(half the benchmark's synthetic English statements, half Chinese: MemoryBank's messages and replies, each made
+distinct) bulk-loaded through the embedder into the embedded engine over 100 namespaces (embedding throughput
+timed), then 200 writes through `MemoryService.write` (the whole pipeline) and 100 English and 100 Chinese recalls
+over every namespace, in process (an HTTP MCP round trip adds about 1-5 ms on these machines). Medians and
+p99s, the ratio to WordLlama, and the machine load; written to RESULTS.md as its own section (`make bench` runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench import corpus
+from bench.config import loader_scope
+from bench.decision_set import DATASETS
+from bench.procinfo import load_average
+from bench.sections import replace_section
+from bench.stats import Samples, ms, ratio
+from gateway.runtime import scoring_weights
+from memory.clock import ManualClock
+from memory.embedders import UseEmbedder, WordLlamaEmbedder
+from memory.ports import Embedder
+from memory.requests import RecallRequest, WriteRequest
+from memory.service import MemoryService
+from memory.stores.edge import EdgeVectorStore
+from ops.config import Settings
+
+BEGIN = "<!-- bench:embedder-cost:begin -->"
+END = "<!-- bench:embedder-cost:end -->"
+HEADING = "## Embedders: what a write and a recall cost, English and Chinese"
+BATCH = 64
+
+
+def chinese_texts(count: int) -> tuple[list[str], list[str]]:
+    """`count` distinct Chinese memories from MemoryBank's messages and replies, and its probing questions."""
+    data = json.loads((DATASETS / "memorybank/memory_bank_cn.json").read_text(encoding="utf-8"))
+    said = [
+        text.strip()
+        for user in data.values()
+        for day in user["history"].values()
+        for turn in day
+        for text in (turn.get("query", ""), turn.get("response", ""))
+        if text.strip()
+    ]
+    texts = [f"{said[i % len(said)]}（记录{i}）" for i in range(count)]
+    lines = (DATASETS / "memorybank/probing_questions_cn.jsonl").read_text(encoding="utf-8").splitlines()
+    questions = [q for line in lines if line.strip() for qs in json.loads(line).values() for q in qs]
+    return texts, questions
+
+
+async def measure_one(embedder: Embedder, size: int, workdir: Path) -> dict[str, Any]:
+    rng = random.Random(5)
+    english = [corpus.sentence(rng) for _ in range(size // 2)]
+    chinese, zh_queries = chinese_texts(size - len(english))
+    en_queries = corpus.queries(100)
+    store = EdgeVectorStore.open(workdir / embedder.model_id, model_id=embedder.model_id, dimension=embedder.dimension)
+    clock = ManualClock(datetime(2026, 6, 1, tzinfo=UTC))
+    weights = scoring_weights(Settings(_env_file=None), embedder.model_id)
+    service = MemoryService(store, embedder, clock, weights=weights)
+    scope = loader_scope()
+    generator = corpus.CorpusGenerator()
+    texts = [t for pair in zip(english, chinese, strict=False) for t in pair]
+    embed_s = 0.0
+    try:
+        for start in range(0, len(texts), BATCH):
+            batch = texts[start : start + BATCH]
+            began = time.perf_counter()
+            vectors = await embedder.embed_documents(batch)
+            embed_s += time.perf_counter() - began
+            sparse = [service.keywords.document(text) for text in batch]
+            memories = list(generator.memories(batch, embedder.model_id))
+            await store.upsert(scope, list(zip(memories, vectors, sparse, strict=True)))
+        await store.maintain()
+        writes = Samples()
+        for i in range(100):
+            for text in (f"{english[i]} (update {i})", f"{chinese[i]}（更新{i}）"):
+                began = time.perf_counter()
+                request = WriteRequest(content=text, subject="bench", namespace=corpus.WRITE_NAMESPACE, force=True)
+                await service.write(scope, request)
+                writes.add(time.perf_counter() - began)
+        recalls = {"en": Samples(), "zh": Samples()}
+        for lang, queries in (("en", en_queries), ("zh", zh_queries[:100])):
+            for query in queries:
+                began = time.perf_counter()
+                await service.recall(scope, RecallRequest(query=query))
+                recalls[lang].add(time.perf_counter() - began)
+    finally:
+        await store.close()
+    return {"embed_per_s": len(texts) / embed_s, "writes": writes, "recalls": recalls}
+
+
+async def measure(quick: bool = False, workdir: Path | None = None) -> dict[str, Any]:
+    size = 2_000 if quick else 10_000
+    results: dict[str, Any] = {"size": size}
+    with tempfile.TemporaryDirectory(prefix="hindsight-embedder-cost-", dir=workdir) as tmp:
+        embedders: tuple[tuple[str, Embedder], ...] = (("wordllama", WordLlamaEmbedder()), ("use", UseEmbedder()))
+        for name, embedder in embedders:
+            results[name] = await measure_one(embedder, size, Path(tmp))
+    results["load"] = load_average()
+    return results
+
+
+def render(results: dict[str, Any]) -> str:
+    base = results["wordllama"]
+    lines = [
+        BEGIN,
+        HEADING,
+        "",
+        f"`python -m bench.embedder_cost`: {results['size']:,} memories (half English, half Chinese) over 100 "
+        "namespaces in the embedded engine, 200 writes through `MemoryService.write`, 100 English and 100 Chinese "
+        f"recalls over every namespace, in process, one embedder after the other; machine load {results['load']}.",
+        "",
+        "| embedder | embeds texts/s | write p50 ms | recall en p50 / p99 ms | recall zh p50 / p99 ms | "
+        "recall p50 × WordLlama (en / zh) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in ("wordllama", "use"):
+        r = results[name]
+        en, zh = r["recalls"]["en"], r["recalls"]["zh"]
+        ratio_en = ratio(en.p50, base["recalls"]["en"].p50)
+        ratio_zh = ratio(zh.p50, base["recalls"]["zh"].p50)
+        lines.append(
+            f"| {name} | {r['embed_per_s']:,.0f} | {ms(r['writes'].p50)} | {ms(en.p50)} / {ms(en.p99)} | "
+            f"{ms(zh.p50)} / {ms(zh.p99)} | {ratio_en:.2f} / {ratio_zh:.2f} |"
+        )
+    lines += ["", END]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, section: str) -> None:
+    replace_section(path, section, BEGIN, END)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.embedder_cost", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2,000 memories instead of 10,000")
+    parser.add_argument("--out", type=Path, help="also write the section into this RESULTS.md")
+    args = parser.parse_args(argv)
+    import logging
+
+    import wordllama  # noqa: F401  (it configures logging on import; quiet it before the run)
+
+    logging.getLogger().setLevel(logging.WARNING)
+    section = render(anyio.run(measure, args.quick))
+    print(section)
+    if args.out is not None:
+        write_section(args.out, section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
