@@ -62,10 +62,11 @@ class Scores:
     by_user: dict[int, list[dict[str, float]]] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
 
-    def add(self, user: int, ranked: Sequence[str], relevant: Sequence[str]) -> None:
+    def add(self, user: int, ranked: Sequence[str], relevant: Sequence[str], seconds: float) -> None:
         row = {f"recall@{k}": recall_at(ranked, relevant, k) for k in CUTS}
         row["mrr"] = reciprocal_rank(ranked, relevant)
         self.by_user.setdefault(user, []).append(row)
+        self.latencies.append(seconds)
 
     def mean(self, metric: str, user: int | None = None) -> float:
         rows = self.by_user.get(user, []) if user is not None else [r for rs in self.by_user.values() for r in rs]
@@ -86,20 +87,15 @@ async def evaluate(
         bigrams, segmented = Bm25Baseline(ids, texts), Bm25Baseline(ids, texts, tokenize=words)
         dense = DenseBaseline(ids, await embedder.embed_documents(texts))
         for q in c.questions:
-            user = int(c.sample_id.rsplit("-", 1)[1])
+            user, relevant = q.category, q.evidence
             memory_ids, elapsed = await evaluation.recall(namespace, q.question)
-            scores["hindsight"].add(user, ranked_dia_ids(memory_ids, dia_ids_of), q.evidence)
-            scores["hindsight"].latencies.append(elapsed)
+            scores["hindsight"].add(user, ranked_dia_ids(memory_ids, dia_ids_of), relevant, elapsed)
+            for name, bm25 in (("bm25-bigrams", bigrams), ("bm25-words", segmented)):
+                started = time.perf_counter()
+                scores[name].add(user, bm25.rank(q.question, TOP_K), relevant, time.perf_counter() - started)
             started = time.perf_counter()
-            scores["bm25-bigrams"].add(user, bigrams.rank(q.question, TOP_K), q.evidence)
-            scores["bm25-bigrams"].latencies.append(time.perf_counter() - started)
-            started = time.perf_counter()
-            scores["bm25-words"].add(user, segmented.rank(q.question, TOP_K), q.evidence)
-            scores["bm25-words"].latencies.append(time.perf_counter() - started)
-            started = time.perf_counter()
-            vector = await embedder.embed_query(q.question)
-            scores["dense"].add(user, dense.rank(vector, TOP_K), q.evidence)
-            scores["dense"].latencies.append(time.perf_counter() - started)
+            ranked = dense.rank(await embedder.embed_query(q.question), TOP_K)
+            scores["dense"].add(user, ranked, relevant, time.perf_counter() - started)
     return scores
 
 

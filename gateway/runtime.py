@@ -25,7 +25,7 @@ from memory.errors import InvalidArgument
 from memory.llm import ChatClient, ChatConfig, ChatImportanceRater, ChatSummarizer
 from memory.pipeline import for_embedder
 from memory.ports import Embedder, ImportanceRater, VectorStore, WorkingMemoryStore
-from memory.scoring import ScoringWeights, cjk_dense_share_for, cross_script_share_for, dense_share_for
+from memory.scoring import ScoringWeights, calibrated_shares
 from memory.service import MemoryService
 from memory.sessions import SessionService
 from memory.stores.edge import EdgeVectorStore
@@ -60,25 +60,19 @@ def engine_limits(settings: Settings) -> EngineLimits:
 
 
 def scoring_weights(settings: Settings, model_id: str) -> ScoringWeights:
-    """The default recall weights from settings; an unset dense share is the one calibrated for the embedder."""
-    dense_share = settings.weight_dense_share
+    """The default recall weights from settings; an unset share is the one calibrated for the embedder."""
+    explicit = {
+        "dense_share": settings.weight_dense_share,
+        "cjk_dense_share": settings.weight_cjk_dense_share,
+        "cross_script_share": settings.weight_cross_script_share,
+    }
     return ScoringWeights(
         similarity=settings.weight_similarity,
         recency=settings.weight_recency,
         importance=settings.weight_importance,
         access_frequency=settings.weight_access_frequency,
         recency_decay_per_hour=settings.recency_decay_per_hour,
-        dense_share=dense_share_for(model_id) if dense_share is None else dense_share,
-        cjk_dense_share=(
-            cjk_dense_share_for(model_id)
-            if settings.weight_cjk_dense_share is None
-            else settings.weight_cjk_dense_share
-        ),
-        cross_script_share=(
-            cross_script_share_for(model_id)
-            if settings.weight_cross_script_share is None
-            else settings.weight_cross_script_share
-        ),
+        **calibrated_shares(model_id, explicit),  # type: ignore[arg-type]
         context=settings.weight_context,
         session=settings.weight_session,
         feedback=settings.weight_feedback,

@@ -85,24 +85,20 @@ def hybrid_relevance(
     to lose, since BM25 cannot match across scripts: its relevance is `cross_script_share`·(scaled cosine)."""
     if not candidates:
         return []
-    if cross_script_share is not None:
-        mixed = hybrid_relevance(candidates, dense_share)
-        cosines = [c.similarity for c in candidates]
-        low, spread = min(cosines), max(max(cosines) - min(cosines), MIN_COSINE_SPREAD)
-        return [
-            cross_script_share * (c.similarity - low) / spread if has_cjk(c.memory.content) != query_cjk else value
-            for c, value in zip(candidates, mixed, strict=True)
-        ]
     cosines = [c.similarity for c in candidates]
     low = min(cosines)
     spread = max(max(cosines) - low, MIN_COSINE_SPREAD)
     best_keyword = max(c.keyword for c in candidates)
     keyword_share = 1.0 - dense_share
-    return [
-        dense_share * (c.similarity - low) / spread
-        + (keyword_share * c.keyword / best_keyword if best_keyword > 0 else 0.0)
-        for c in candidates
-    ]
+    relevance = []
+    for c in candidates:
+        dense = (c.similarity - low) / spread
+        if cross_script_share is not None and has_cjk(c.memory.content) != query_cjk:
+            relevance.append(cross_script_share * dense)  # BM25 cannot match across scripts
+        else:
+            keyword = c.keyword / best_keyword if best_keyword > 0 else 0.0
+            relevance.append(dense_share * dense + keyword_share * keyword)
+    return relevance
 
 
 def cue_relevance(

