@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -195,7 +195,8 @@ def say(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
-async def start_server(data_dir: Path, log: Path) -> ServerProcess:
-    server = ServerProcess(data_dir, SECRET, log)
+async def start_server(data_dir: Path, log: Path, env: Mapping[str, str] | None = None) -> ServerProcess:
+    """`hindsight serve` over `data_dir`; `env` adds `HINDSIGHT_*` settings (e.g. the embedder)."""
+    server = ServerProcess(data_dir, SECRET, log, env)
     await anyio.to_thread.run_sync(server.start)
     return server

@@ -4,9 +4,11 @@ English and Chinese, side by side in one run (issue #14.2: is the multilingual `
 Per embedder (WordLlama, the default; use, Universal Sentence Encoder multilingual): a corpus of 10,000 memories
 (half the benchmark's synthetic English statements, half Chinese: MemoryBank's messages and replies, each made
 distinct) bulk-loaded through the embedder into the embedded engine over 100 namespaces (embedding throughput
-timed), then 200 writes through `MemoryService.write` (the whole pipeline) and 100 English and 100 Chinese recalls
-over every namespace, in process (an HTTP MCP round trip adds about 1-5 ms on these machines). Medians and
-p99s, the ratio to WordLlama, and the machine load; written to RESULTS.md as its own section (`make bench` runs it).
+timed) through the runtime the server opens, then 200 writes through `MemoryService.write` (the whole pipeline) and
+100 English and 100 Chinese recalls over every namespace, in process; then the same recalls over HTTP MCP against
+`hindsight serve` on that data directory (the issue's target is Chinese recall over HTTP MCP p50 <= 20 ms at 10k).
+Medians and p99s, the ratio to WordLlama, and the machine load; written to RESULTS.md as its own section (`make bench`
+runs it).
 """
 
 from __future__ import annotations
@@ -21,25 +23,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
+
 from bench import corpus
-from bench.config import loader_scope
+from bench.config import loader_scope, reader_token, settings_for, start_server
 from bench.decision_set import DATASETS
+from bench.mcp_load import mcp_client, recall_latency
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
 from bench.stats import Samples, ms, ratio
-from gateway.runtime import scoring_weights
+from gateway.runtime import open_runtime
 from memory.clock import ManualClock
-from memory.embedders import UseEmbedder, WordLlamaEmbedder
-from memory.ports import Embedder
 from memory.requests import RecallRequest, WriteRequest
-from memory.service import MemoryService
-from memory.stores.edge import EdgeVectorStore
-from ops.config import Settings
 
 BEGIN = "<!-- bench:embedder-cost:begin -->"
 END = "<!-- bench:embedder-cost:end -->"
 HEADING = "## Embedders: what a write and a recall cost, English and Chinese"
 BATCH = 64
+QUERIES = 100
+WARMUP = 10
+EMBEDDERS = ("wordllama", "use")
 
 
 def chinese_texts(count: int) -> tuple[list[str], list[str]]:
@@ -59,20 +62,21 @@ def chinese_texts(count: int) -> tuple[list[str], list[str]]:
     return texts, questions
 
 
-async def measure_one(embedder: Embedder, size: int, workdir: Path) -> dict[str, Any]:
+async def measure_one(name: str, size: int, workdir: Path) -> dict[str, Any]:
+    """Load the corpus through the runtime the server opens, time writes and recalls in process, then the same
+    recalls over HTTP MCP against `hindsight serve` on that data directory."""
     rng = random.Random(5)
     english = [corpus.sentence(rng) for _ in range(size // 2)]
     chinese, zh_queries = chinese_texts(size - len(english))
-    en_queries = corpus.queries(100)
-    store = EdgeVectorStore.open(workdir / embedder.model_id, model_id=embedder.model_id, dimension=embedder.dimension)
-    clock = ManualClock(datetime(2026, 6, 1, tzinfo=UTC))
-    weights = scoring_weights(Settings(_env_file=None), embedder.model_id)
-    service = MemoryService(store, embedder, clock, weights=weights)
+    queries = {"en": corpus.queries(QUERIES), "zh": zh_queries[:QUERIES]}
+    data_dir = workdir / name
+    settings = settings_for(data_dir).model_copy(update={"embedder": name})
     scope = loader_scope()
     generator = corpus.CorpusGenerator()
     texts = [t for pair in zip(english, chinese, strict=False) for t in pair]
     embed_s = 0.0
-    try:
+    async with open_runtime(settings, clock=ManualClock(datetime(2026, 6, 1, tzinfo=UTC))) as rt:
+        service, embedder = rt.memories, rt.embedder
         for start in range(0, len(texts), BATCH):
             batch = texts[start : start + BATCH]
             began = time.perf_counter()
@@ -80,8 +84,8 @@ async def measure_one(embedder: Embedder, size: int, workdir: Path) -> dict[str,
             embed_s += time.perf_counter() - began
             sparse = [service.keywords.document(text) for text in batch]
             memories = list(generator.memories(batch, embedder.model_id))
-            await store.upsert(scope, list(zip(memories, vectors, sparse, strict=True)))
-        await store.maintain()
+            await rt.store.upsert(scope, list(zip(memories, vectors, sparse, strict=True)))
+        await rt.store.maintain()
         writes = Samples()
         for i in range(100):
             for text in (f"{english[i]} (update {i})", f"{chinese[i]}（更新{i}）"):
@@ -90,23 +94,29 @@ async def measure_one(embedder: Embedder, size: int, workdir: Path) -> dict[str,
                 await service.write(scope, request)
                 writes.add(time.perf_counter() - began)
         recalls = {"en": Samples(), "zh": Samples()}
-        for lang, queries in (("en", en_queries), ("zh", zh_queries[:100])):
-            for query in queries:
+        for lang, asked in queries.items():
+            for query in asked:
                 began = time.perf_counter()
                 await service.recall(scope, RecallRequest(query=query))
                 recalls[lang].add(time.perf_counter() - began)
+        await service.drain()
+    over_mcp = {}
+    server = await start_server(data_dir, workdir / f"{name}.log", {"HINDSIGHT_EMBEDDER": name})
+    try:
+        async with mcp_client(server.url, reader_token(corpus.namespaces())) as client:
+            for lang, asked in queries.items():
+                over_mcp[lang] = await recall_latency(client, asked, WARMUP)
     finally:
-        await store.close()
-    return {"embed_per_s": len(texts) / embed_s, "writes": writes, "recalls": recalls}
+        await anyio.to_thread.run_sync(server.stop)
+    return {"embed_per_s": len(texts) / embed_s, "writes": writes, "recalls": recalls, "mcp": over_mcp}
 
 
 async def measure(quick: bool = False, workdir: Path | None = None) -> dict[str, Any]:
     size = 2_000 if quick else 10_000
-    results: dict[str, Any] = {"size": size}
+    results: dict[str, Any] = {"size": size, "load_before": load_average()}
     with tempfile.TemporaryDirectory(prefix="hindsight-embedder-cost-", dir=workdir) as tmp:
-        embedders: tuple[tuple[str, Embedder], ...] = (("wordllama", WordLlamaEmbedder()), ("use", UseEmbedder()))
-        for name, embedder in embedders:
-            results[name] = await measure_one(embedder, size, Path(tmp))
+        for name in EMBEDDERS:
+            results[name] = await measure_one(name, size, Path(tmp))
     results["load"] = load_average()
     return results
 
@@ -118,21 +128,26 @@ def render(results: dict[str, Any]) -> str:
         HEADING,
         "",
         f"`python -m bench.embedder_cost`: {results['size']:,} memories (half English, half Chinese) over 100 "
-        "namespaces in the embedded engine, 200 writes through `MemoryService.write`, 100 English and 100 Chinese "
-        f"recalls over every namespace, in process, one embedder after the other; machine load {results['load']}.",
+        "namespaces in the embedded engine, loaded through the runtime the server opens; 200 writes through "
+        f"`MemoryService.write`; {QUERIES} English and {QUERIES} Chinese recalls over every namespace, in process, "
+        "then the same recalls over HTTP MCP (`mcp.Client` to `hindsight serve` in a subprocess, one session, after "
+        f"{WARMUP} warm-up calls); one embedder after the other. Machine load {results['load_before']} at the start, "
+        f"{results['load']} at the end. Target (issue #14): Chinese recall over HTTP MCP p50 ≤ 20 ms at 10k.",
         "",
-        "| embedder | embeds texts/s | write p50 ms | recall en p50 / p99 ms | recall zh p50 / p99 ms | "
-        "recall p50 × WordLlama (en / zh) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| embedder | embeds texts/s | write p50 ms | in process en p50 / p99 ms | in process zh p50 / p99 ms | "
+        "HTTP MCP en p50 / p99 ms | HTTP MCP zh p50 / p99 ms | MCP p50 × WordLlama (en / zh) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name in ("wordllama", "use"):
+    for name in EMBEDDERS:
         r = results[name]
         en, zh = r["recalls"]["en"], r["recalls"]["zh"]
-        ratio_en = ratio(en.p50, base["recalls"]["en"].p50)
-        ratio_zh = ratio(zh.p50, base["recalls"]["zh"].p50)
+        mcp_en, mcp_zh = r["mcp"]["en"], r["mcp"]["zh"]
+        ratio_en = ratio(mcp_en.p50, base["mcp"]["en"].p50)
+        ratio_zh = ratio(mcp_zh.p50, base["mcp"]["zh"].p50)
         lines.append(
             f"| {name} | {r['embed_per_s']:,.0f} | {ms(r['writes'].p50)} | {ms(en.p50)} / {ms(en.p99)} | "
-            f"{ms(zh.p50)} / {ms(zh.p99)} | {ratio_en:.2f} / {ratio_zh:.2f} |"
+            f"{ms(zh.p50)} / {ms(zh.p99)} | {ms(mcp_en.p50)} / {ms(mcp_en.p99)} | "
+            f"{ms(mcp_zh.p50)} / {ms(mcp_zh.p99)} | {ratio_en:.2f} / {ratio_zh:.2f} |"
         )
     lines += ["", END]
     return "\n".join(lines) + "\n"

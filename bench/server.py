@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -23,7 +24,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def server_env(data_dir: Path, port: int, secret: str) -> dict[str, str]:
+def server_env(data_dir: Path, port: int, secret: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
     env |= {
         "HINDSIGHT_DATA_DIR": str(data_dir),
@@ -33,14 +34,15 @@ def server_env(data_dir: Path, port: int, secret: str) -> dict[str, str]:
         "HINDSIGHT_LOG_LEVEL": "warning",  # no access log line per request
         "PYTHONPATH": str(REPO),
     }
-    return env
+    return env | dict(extra or {})
 
 
 class ServerProcess:
     """`python -m gateway.cli serve` with the embedded default (in-process working memory, edge store)."""
 
-    def __init__(self, data_dir: Path, secret: str, log_path: Path) -> None:
+    def __init__(self, data_dir: Path, secret: str, log_path: Path, env: Mapping[str, str] | None = None) -> None:
         self.data_dir = data_dir
+        self.env = dict(env or {})
         self.port = free_port()
         self.secret = secret
         self.log_path = log_path
@@ -61,7 +63,7 @@ class ServerProcess:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "gateway.cli", "serve"],
-                env=server_env(self.data_dir, self.port, self.secret),
+                env=server_env(self.data_dir, self.port, self.secret, self.env),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.data_dir.parent,  # no stray .env file is read
