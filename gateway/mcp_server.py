@@ -17,6 +17,7 @@ from gateway.observability import Telemetry
 from gateway.tool_support import RuntimeHolder, ToolBoundary, ToolPolicy, current_principal
 from gateway.tools import register_tools
 from memory.validation import EngineLimits
+from ops.version import VERSION
 from tenancy import AuthenticationFailed
 
 INSTRUCTIONS = (
@@ -91,7 +92,7 @@ class GatewayMCPServer(MCPServer):
 
 def build_mcp_server(holder: RuntimeHolder, telemetry: Telemetry, limits: EngineLimits) -> GatewayMCPServer:
     server = GatewayMCPServer(
-        ToolBoundary(holder, telemetry), limits, name="hindsight", instructions=INSTRUCTIONS, version="0.1.0"
+        ToolBoundary(holder, telemetry), limits, name="hindsight", instructions=INSTRUCTIONS, version=VERSION
     )
     register_tools(server)
     register_admin_tools(server)
