@@ -7,6 +7,7 @@ helm-sdkpy) when missing and re-runs itself there.
     python3 deploy/helm_check.py                                  # lint + render the default values
     python3 deploy/helm_check.py --summary                        # the same without manifests (make helm-lint)
     python3 deploy/helm_check.py --render ha='{"replicaCount": 3}' --render-fails bad='{"image": {}}'
+    python3 deploy/helm_check.py --render prod@memory='{"serviceMonitor": {"enabled": true}}'  # release "memory"
     python3 deploy/helm_check.py --ensure-venv                    # only create .venv-helm, print its python
 
 What runs is real Helm: `Lint` is `helm lint` (default values, schema, YAML of every template). helm-sdkpy has no
@@ -15,9 +16,15 @@ Kubernetes REST mapping of every object) against a throwaway in-process fake Kub
 only answers discovery, says "not found" to every read and accepts every write. The release's manifest and
 hooks come from Helm itself. Nothing leaves the machine.
 
-Output: {"ok", "helm", "chart", "lint": {"ok", "messages"}, "renders": {name: {"ok", "expected_ok", "error",
-"manifest", "hooks", "notes"}}}. Exit status 0 when lint has no error and every render did what was expected.
-Lint message texts are not available (helm-sdkpy serializes Go errors as {}): only severity and path are.
+The chart requires a token key (auth.*, it never generates one), so the built-in scenarios are "defaults" (the
+chart's values plus a fixed test `auth.jwtSecret`, `DEFAULT_KEY`) and "defaults_without_key" (the chart's values
+alone, which must fail). A scenario is NAME=JSON or NAME@RELEASE=JSON (release name; "hindsight" by default);
+each is a fresh install against a fresh fake API, i.e. an offline render, so two scenarios with the same values
+must give byte-identical manifests.
+
+Output: {"ok", "helm", "chart", "lint": {"ok", "messages"}, "renders": {name: {"ok", "expected_ok", "release",
+"error", "manifest", "hooks", "notes"}}}. Exit status 0 when lint has no error and every render did what was
+expected. Lint message texts are not available (helm-sdkpy serializes Go errors as {}): only severity and path are.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ HELM_SDKPY = "helm-sdkpy==0.1.32"
 STAMP = VENV / ".installed-helm-sdkpy-0.1.32"
 MIN_PYTHON = (3, 12)
 SEVERITY = {0: "UNKNOWN", 1: "INFO", 2: "WARNING", 3: "ERROR"}
+RELEASE = "hindsight"
+# The one value the chart's defaults lack: a token key. A fixed, obviously fake test value (never deploy it).
+DEFAULT_KEY: dict[str, Any] = {"auth": {"jwtSecret": "helm-check-test-secret-not-for-production-000000"}}
 
 
 # -- the Python 3.12 venv with helm-sdkpy ---------------------------------------------------------------------
@@ -119,7 +129,10 @@ RESOURCES: dict[str, list[tuple[str, str, bool]]] = {
     "autoscaling/v2": [("horizontalpodautoscalers", "HorizontalPodAutoscaler", True)],
     "policy/v1": [("poddisruptionbudgets", "PodDisruptionBudget", True)],
     "networking.k8s.io/v1": [("ingresses", "Ingress", True), ("networkpolicies", "NetworkPolicy", True)],
-    "monitoring.coreos.com/v1": [("servicemonitors", "ServiceMonitor", True)],
+    "monitoring.coreos.com/v1": [
+        ("servicemonitors", "ServiceMonitor", True),
+        ("prometheusrules", "PrometheusRule", True),
+    ],
 }
 KINDS = {plural: kind for resources in RESOURCES.values() for plural, kind, _ in resources}
 
@@ -229,7 +242,7 @@ def lint(helm: Any, chart: Path) -> dict[str, Any]:
     return {"ok": ok, "charts_linted": result.get("TotalChartsLinted", 0), "messages": messages}
 
 
-def render(helm: Any, chart: Path, values: dict[str, Any], release: str = "hindsight") -> dict[str, Any]:
+def render(helm: Any, chart: Path, values: dict[str, Any], release: str = RELEASE) -> dict[str, Any]:
     with fake_kube_api() as kubeconfig:
         config = helm.Configuration(namespace="default", kubeconfig=kubeconfig)
         try:
@@ -246,18 +259,20 @@ def render(helm: Any, chart: Path, values: dict[str, Any], release: str = "hinds
     return {"ok": True, "error": None, "manifest": release_info.get("manifest", ""), "hooks": hooks, "notes": notes}
 
 
-def _scenario(text: str) -> tuple[str, dict[str, Any]]:
-    name, _, values = text.partition("=")
+def _scenario(text: str) -> tuple[str, str, dict[str, Any]]:
+    """NAME=JSON or NAME@RELEASE=JSON -> (name, release, values)."""
+    label, _, values = text.partition("=")
+    name, _, release = label.partition("@")
     if not name or not values:
-        raise argparse.ArgumentTypeError(f"expected NAME=JSON, got {text!r}")
-    return name, json.loads(values)
+        raise argparse.ArgumentTypeError(f"expected NAME=JSON or NAME@RELEASE=JSON, got {text!r}")
+    return name, release or RELEASE, json.loads(values)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chart", type=Path, default=CHART)
-    parser.add_argument("--render", type=_scenario, action="append", default=[], metavar="NAME=JSON")
-    parser.add_argument("--render-fails", type=_scenario, action="append", default=[], metavar="NAME=JSON")
+    parser.add_argument("--render", type=_scenario, action="append", default=[], metavar="NAME[@RELEASE]=JSON")
+    parser.add_argument("--render-fails", type=_scenario, action="append", default=[], metavar="NAME[@RELEASE]=JSON")
     parser.add_argument("--summary", action="store_true", help="leave the manifests, hooks and notes out")
     parser.add_argument("--ensure-venv", action="store_true", help="only create .venv-helm and print its python")
     args = parser.parse_args(argv)
@@ -285,10 +300,12 @@ def main(argv: list[str] | None = None) -> int:
             "lint": lint(helm, chart),
             "renders": {},
         }
-        scenarios = [("defaults", {}, True), *((n, v, True) for n, v in args.render)]
-        scenarios += [(n, v, False) for n, v in args.render_fails]
-        for name, values, expected_ok in scenarios:
-            report["renders"][name] = {"expected_ok": expected_ok, **render(helm, chart, values)}
+        scenarios = [("defaults", RELEASE, DEFAULT_KEY, True), ("defaults_without_key", RELEASE, {}, False)]
+        scenarios += [(n, r, v, True) for n, r, v in args.render]
+        scenarios += [(n, r, v, False) for n, r, v in args.render_fails]
+        for name, release, values, expected_ok in scenarios:
+            result = render(helm, chart, values, release)
+            report["renders"][name] = {"expected_ok": expected_ok, "release": release, **result}
         report["ok"] = report["lint"]["ok"] and all(r["ok"] == r["expected_ok"] for r in report["renders"].values())
     finally:
         shutil.rmtree(home, ignore_errors=True)

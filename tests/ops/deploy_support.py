@@ -3,12 +3,19 @@ metric names the gateway exports, and Settings built from an environment."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import yaml
 
@@ -98,3 +105,267 @@ def settings_from(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Setti
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+# -- Compose's own rendering of a service's environment (issue #16.3) ----------------------------------------------
+
+ENV_EXAMPLE = REPO / ".env.example"
+# Compose-only variables (the image name, host ports): they reach the gateway through env_file too, and Settings
+# ignores them (extra="ignore"), so none of them may ever become a Settings field by accident.
+COMPOSE_ONLY_HINDSIGHT_VARIABLES = {"HINDSIGHT_IMAGE", "HINDSIGHT_HOST_PORT"}
+_DOLLAR = re.compile(
+    r"\$(?:(?P<escaped>\$)|(?P<bare>[A-Za-z_][A-Za-z0-9_]*)|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"(?:(?P<op>:-|-|:\?|\?|:\+|\+)(?P<arg>[^{}]*))?\})"
+)
+
+
+class ComposeRefusal(Exception):
+    """`${VAR:?message}` (or `${VAR?message}`) met an unset (or empty) variable: Compose stops with the message."""
+
+
+def compose_interpolate(value: str, variables: dict[str, str]) -> str:
+    """`value` as Compose interpolates it (compose-spec "Interpolation"): `$$` is a literal `$`; `$VAR` and `${VAR}`
+    are the value or ""; `:-`/`-` give a default when unset or empty / unset; `:?`/`?` refuse; `:+`/`+` give the
+    replacement when set and not empty / set. Nested `${...}` inside a default is not used by this project's files
+    and is refused here rather than rendered wrongly."""
+    if "${" in value and _DOLLAR.sub("", value).count("${"):
+        raise NotImplementedError(f"nested interpolation: {value}")
+
+    def one(match: re.Match[str]) -> str:
+        if match["escaped"]:
+            return "$"
+        name = match["bare"] or match["name"]
+        op, arg = match["op"], match["arg"] or ""
+        present, current = name in variables, variables.get(name, "")
+        if op == ":-":
+            return current if current else arg
+        if op == "-":
+            return current if present else arg
+        if op in (":?", "?") and (not present or (op == ":?" and not current)):
+            raise ComposeRefusal(f"required variable {name} is missing a value: {arg}")
+        if op == ":+":
+            return arg if current else ""
+        if op == "+":
+            return arg if present else ""
+        return current
+
+    return _DOLLAR.sub(one, value)
+
+
+def read_dotenv(text: str) -> dict[str, str]:
+    """KEY=VALUE lines as Compose reads a .env file: `#` comment lines and blank lines skipped, an optional
+    `export `, single quotes literal, double quotes with escapes, an unquoted value cut at ` #` and trimmed;
+    unquoted and double-quoted values are interpolated with the lines before them."""
+    values: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.removeprefix("export ").partition("=")
+        assert sep, f"not KEY=VALUE: {raw}"
+        key, value = key.strip(), value.strip()
+        if value.startswith("'"):
+            values[key] = value[1 : value.index("'", 1)]
+        elif value.startswith('"'):
+            body = re.match(r'"((?:[^"\\]|\\.)*)"', value)
+            assert body, f"unclosed quote: {raw}"
+            unescaped = re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m[1], m[1]), body[1])
+            values[key] = compose_interpolate(unescaped, values)
+        else:
+            values[key] = compose_interpolate(value.split(" #", 1)[0].strip(), values)
+    return values
+
+
+def uncommented_example(secret: str) -> str:
+    """.env.example with every documented `# NAME=value` line switched on and the JWT secret filled in: the
+    richest .env an operator can write from it."""
+    lines = []
+    for line in ENV_EXAMPLE.read_text().splitlines():
+        if re.match(r"^#\s*[A-Z][A-Z0-9_]+=", line):
+            line = line.lstrip("#").strip()
+        if line == "HINDSIGHT_JWT_SECRET=":
+            line += secret
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def gateway_container_environment(dotenv_text: str | None) -> dict[str, str]:
+    """The gateway container's environment as `docker compose up` builds it from docker-compose.yml in a project
+    directory whose .env holds `dotenv_text` (None: no .env) and an otherwise empty shell: each env_file entry
+    (a missing optional one skipped), then `environment:` on top, its values interpolated with the .env."""
+    variables = read_dotenv(dotenv_text) if dotenv_text is not None else {}
+    service = services()["gateway"]
+    result: dict[str, str] = {}
+    for entry in service.get("env_file", []):
+        path, required = (entry, True) if isinstance(entry, str) else (entry["path"], entry.get("required", True))
+        assert path == ".env", f"this renderer only knows the project's .env, not {path}"
+        if dotenv_text is None:
+            assert not required, ".env is missing and env_file requires it"
+            continue
+        result |= read_dotenv(dotenv_text)
+    for name, value in service.get("environment", {}).items():
+        result[name] = compose_interpolate(str(value), variables)
+    return result
+
+
+# -- alert rules, promtool and PromQL selectors (tests/ops/test_alert_rules.py, test_helm_chart.py) ---------------
+
+ALERTS = DEPLOY / "prometheus-alerts.yml"
+ALERT_TESTS = DEPLOY / "prometheus-alerts.test.yml"
+CHART_ALERTS = CHART / "files" / "prometheus-alerts.yml"
+# A metric name followed by an optional {matchers} block (label values may hold anything but a quote).
+SELECTOR = re.compile(
+    r'\b(?P<metric>(?:hindsight|process)_[a-z_]+|up|kube_[a-z_]+)\b(?:\{(?P<matchers>(?:[^}"]|"[^"]*")*)\})?'
+)
+MATCHER = re.compile(r'(?P<label>[a-z_]+)\s*(?P<op>=~|!~|!=|=)\s*"(?P<value>[^"]*)"')
+# Grafana's variables in a dashboard query and a PromQL stand-in for each (an "All" value is `.*`).
+GRAFANA_VARIABLES = {
+    "$__rate_interval": "5m",
+    "$__interval": "1m",
+    "$__range": "1h",
+    "$job": "hindsight",
+    "$namespace": ".*",
+    "$tenant": ".*",
+}
+
+
+def promtool() -> str:
+    """The promtool binary (Debian package `prometheus`). When it is missing the calling test fails if the `CI`
+    variable is set (CI installs it, so missing there is a broken CI) and is skipped otherwise."""
+    found = shutil.which("promtool")
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail("promtool is missing and CI is set: CI must install it (apt-get install -y prometheus)")
+    pytest.skip("promtool is not installed (Debian/Ubuntu: apt-get install -y prometheus); the rule checks need it")
+
+
+def run_promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([promtool(), *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def alert_rules(path: Path = ALERTS) -> list[dict[str, Any]]:
+    return [rule for group in yaml.safe_load(path.read_text())["groups"] for rule in group["rules"]]
+
+
+def compose_scrape_job() -> str:
+    """The job_name under which the Compose Prometheus scrapes the gateway (deploy/prometheus.yml)."""
+    config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
+    jobs = [job for job in config["scrape_configs"] if job["static_configs"][0]["targets"] == ["gateway:8080"]]
+    assert len(jobs) == 1, jobs
+    name: str = jobs[0]["job_name"]
+    return name
+
+
+def selectors(expr: str) -> list[tuple[str, dict[str, str]]]:
+    """(metric, {label: "op value"}) for each selector of `expr` (metric names starting hindsight_, process_,
+    kube_, and `up`)."""
+    found = []
+    for match in SELECTOR.finditer(expr):
+        matchers = {m["label"]: f"{m['op']}{m['value']}" for m in MATCHER.finditer(match["matchers"] or "")}
+        found.append((match["metric"], matchers))
+    return found
+
+
+def metric_labels(tenant_label: bool = True) -> dict[str, set[str]]:
+    """Label names of each sample name the gateway's registry exports (with the optional tenant label on)."""
+    labels: dict[str, set[str]] = {}
+    registry = Metrics(tenant_label=tenant_label).registry
+    for collector in list(registry._collector_to_names):  # prometheus_client has no public list
+        names = set(getattr(collector, "_labelnames", ()))
+        for family in collector.collect():
+            suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"]}.get(family.type, [""])
+            for suffix in suffixes:
+                labels[family.name + suffix] = names | ({"le"} if suffix == "_bucket" else set())
+    return labels
+
+
+def grafana_to_promql(expr: str) -> str:
+    """A dashboard query with Grafana's variables replaced by PromQL that Prometheus accepts."""
+    for variable, value in sorted(GRAFANA_VARIABLES.items(), key=lambda item: -len(item[0])):
+        expr = expr.replace("${" + variable[1:] + "}", value).replace(variable, value)
+    assert "$" not in expr, f"unknown Grafana variable in {expr!r}"
+    return expr
+
+
+def dashboard_variable_queries(dashboard: dict[str, Any]) -> list[str]:
+    """The series selectors inside the dashboard's `label_values(SELECTOR, label)` variable queries."""
+    queries = []
+    for variable in dashboard.get("templating", {}).get("list", []):
+        if variable["type"] == "query":
+            match = re.fullmatch(r"label_values\((?P<selector>.+),\s*[a-z_]+\)", variable["definition"])
+            assert match, variable["definition"]
+            queries.append(match["selector"])
+    return queries
+
+
+# -- a real gateway process --------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ProcessOutput:
+    """Every line a child process writes, read by a thread as it comes (so the pipe never fills and blocks the
+    child); `wait_for` blocks on a condition until a line holds the marker, never sleeping or polling."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        self._stream = process.stdout
+        self._lines: list[str] = []
+        self._ended = False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        try:
+            for line in self._stream:
+                with self._changed:
+                    self._lines.append(line)
+                    self._changed.notify_all()
+        finally:
+            with self._changed:
+                self._ended = True
+                self._changed.notify_all()
+
+    @property
+    def text(self) -> str:
+        with self._changed:
+            return "".join(self._lines)
+
+    def wait_for(self, marker: str, deadline_s: float) -> str:
+        """The output so far once a line holds `marker`; fails if the process ends or the deadline passes first."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._ended or any(marker in line for line in self._lines), deadline_s)
+            text = "".join(self._lines)
+            if marker in text:
+                return text
+            raise AssertionError(("the process exited" if self._ended else f"no {marker!r} in time") + ":\n" + text)
+
+    def close(self) -> None:
+        self._thread.join(timeout=30)
+        self._stream.close()
+
+
+@contextlib.contextmanager
+def ready_gateway(command: list[str], cwd: Path, deadline_s: float = 120) -> Iterator[tuple[str, str]]:
+    """Runs `command` (a `serve`) in `cwd` with no HINDSIGHT_* from this environment but a free HINDSIGHT_PORT,
+    waits for the app's startup and /readyz 200, and yields (base URL, output so far); stops it after."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"HINDSIGHT_PORT": str(port)}
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = ProcessOutput(process)
+    try:
+        started = output.wait_for("Application startup complete", deadline_s)
+        base = f"http://127.0.0.1:{port}"
+        ready = httpx2.get(f"{base}/readyz", timeout=10)
+        assert ready.status_code == 200, ready.text
+        yield base, started
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        output.close()

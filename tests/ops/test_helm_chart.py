@@ -16,34 +16,74 @@ import pytest
 import yaml
 
 from tests.ops.deploy_support import (
+    ALERTS,
     CHART,
     HELM_CHECK,
     HELM_PYTHON,
+    alert_rules,
+    compose_scrape_job,
+    run_promtool,
+    selectors,
     settings_from,
 )
 
 # -- Helm chart (real Helm, through deploy/helm_check.py) -------------------------------------------------------
 
+# The chart requires a token key (it never generates one): every scenario that should render sets one.
+KEY = "test-only-hs256-secret-for-the-chart-tests-0123"
+OTHER_KEY = "another-test-only-hs256-secret-for-chart-tests-9"
+MONITORING = {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}
+EVERYTHING = {
+    **MONITORING,
+    "ingress": {"enabled": True},
+    "networkPolicy": {"enabled": True},
+    "otel": {"enabled": True, "endpoint": "http://otel-collector:4318"},
+    "auth": {"jwtSecret": KEY, "qdrantApiKey": "qdrant-test-key"},
+}
+
+
+def keyed(values: dict[str, Any], key: str = KEY) -> dict[str, Any]:
+    return {**values, "auth": {"jwtSecret": key, **values.get("auth", {})}}
+
+
 SCENARIOS = {
-    "changed_config": {"config": {"logLevel": "debug"}},
-    "optional": {
-        "ingress": {"enabled": True},
-        "serviceMonitor": {"enabled": True},
-        "networkPolicy": {"enabled": True},
-        "otel": {"enabled": True, "endpoint": "http://otel-collector:4318"},
-        "config": {"allowedHosts": ["memory.example.com", "memory.example.com:*"]},
-    },
+    "keyed": keyed({}),
+    "rekeyed": keyed({}, OTHER_KEY),
+    "changed_config": keyed({"config": {"logLevel": "debug"}}),
+    "optional": keyed(
+        {
+            "ingress": {"enabled": True},
+            "serviceMonitor": {"enabled": True},
+            "networkPolicy": {"enabled": True},
+            "otel": {"enabled": True, "endpoint": "http://otel-collector:4318"},
+            "config": {"allowedHosts": ["memory.example.com", "memory.example.com:*"]},
+        }
+    ),
     "existing_secret": {"auth": {"existingSecret": "hindsight-keys"}},
-    "embedded_single": {
-        "replicaCount": 1,
-        "autoscaling": {"enabled": False},
-        "config": {"qdrantUrl": "", "redisUrl": ""},
+    "public_key": {
+        "auth": {"jwtPublicKey": "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQY=\n-----END PUBLIC KEY-----"}
     },
+    "embedded_single": keyed(
+        {
+            "replicaCount": 1,
+            "autoscaling": {"enabled": False},
+            "config": {"qdrantUrl": "", "redisUrl": ""},
+        }
+    ),
+    # Two offline renders (each a fresh install against an empty fake API, like `helm template` or Argo CD) of
+    # the same values, every optional object on.
+    "offline_first@prod": EVERYTHING,
+    "offline_second@prod": EVERYTHING,
+    # Release "prod": the Service is prod-hindsight, yet the job must stay "hindsight".
+    "monitoring@prod": keyed(MONITORING),
+    "renamed@prod": keyed({**MONITORING, "nameOverride": "memory"}),
 }
 FAILING_SCENARIOS = {
-    "embedded_replicas": {"replicaCount": 3, "autoscaling": {"enabled": False}, "config": {"qdrantUrl": ""}},
-    "embedded_hpa": {"replicaCount": 1, "config": {"redisUrl": ""}},
-    "bad_schema": {"replicaCount": 0},
+    "embedded_replicas": keyed({"replicaCount": 3, "autoscaling": {"enabled": False}, "config": {"qdrantUrl": ""}}),
+    "embedded_hpa": keyed({"replicaCount": 1, "config": {"redisUrl": ""}}),
+    "bad_schema": keyed({"replicaCount": 0}),
+    "no_key_with_monitoring": MONITORING,
+    "short_key": keyed({}, "too-short"),
 }
 
 
@@ -77,7 +117,7 @@ def helm_report(helm_venv: Path) -> dict[str, Any]:
 
 
 def objects(report: dict[str, Any], scenario: str) -> dict[str, dict[str, Any]]:
-    rendered = report["renders"][scenario]
+    rendered = report["renders"][scenario.split("@")[0]]
     assert rendered["ok"], rendered["error"]
     return {doc["kind"]: doc for doc in yaml.safe_load_all(rendered["manifest"]) if doc}
 
@@ -137,7 +177,7 @@ def test_pods_roll_when_the_configmap_or_secret_changes(helm_report: dict[str, A
         ]
         return pod_annotations
 
-    defaults, changed = annotations("defaults"), annotations("changed_config")
+    defaults, changed = annotations("keyed"), annotations("changed_config")
     for key in ("checksum/config", "checksum/secret"):
         assert re.fullmatch(r"[0-9a-f]{64}", defaults[key]), key
     assert defaults["checksum/config"] != changed["checksum/config"]
@@ -157,11 +197,11 @@ def test_default_render_scales_two_or_more_stateless_replicas(helm_report: dict[
 def test_configmap_is_valid_settings_and_the_key_is_only_in_the_secret(
     helm_report: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rendered = objects(helm_report, "defaults")
+    rendered = objects(helm_report, "keyed")
     config = rendered["ConfigMap"]["data"]
     secret = {k: base64.b64decode(v).decode() for k, v in rendered["Secret"]["data"].items()}
     assert not any("JWT_SECRET" in key for key in config)
-    assert len(secret["HINDSIGHT_JWT_SECRET"]) == 48
+    assert secret == {"HINDSIGHT_JWT_SECRET": KEY}
     settings = settings_from({k: v for k, v in {**config, **secret}.items() if k.startswith("HINDSIGHT_")}, monkeypatch)
     assert not settings.embedded
     assert settings.jwt_secret is not None
@@ -215,3 +255,128 @@ def test_values_schema_rejects_invalid_values(helm_report: dict[str, Any]) -> No
     assert not rendered["ok"]
     assert "schema" in rendered["error"]
     assert "/replicaCount" in rendered["error"]
+
+
+# -- the token key: required, never generated, so offline renders are stable -------------------------------------
+
+
+@pytest.mark.parametrize("scenario", ["defaults_without_key", "no_key_with_monitoring"])
+def test_chart_refuses_to_render_without_a_token_key(helm_report: dict[str, Any], scenario: str) -> None:
+    rendered = helm_report["renders"][scenario]
+    assert not rendered["ok"]
+    assert "hindsight: no token key: set auth.existingSecret" in rendered["error"]
+
+
+def test_chart_refuses_a_short_hs256_secret(helm_report: dict[str, Any]) -> None:
+    rendered = helm_report["renders"]["short_key"]
+    assert not rendered["ok"]
+    assert "at least 32 characters" in rendered["error"]
+
+
+def test_helm_template_renders_byte_identical_manifests_twice_with_the_same_values(
+    helm_report: dict[str, Any],
+) -> None:
+    first, second = helm_report["renders"]["offline_first"], helm_report["renders"]["offline_second"]
+    assert first["ok"], first["error"]
+    assert first["manifest"] == second["manifest"]
+    assert first["hooks"] == second["hooks"]
+    kinds = set(objects(helm_report, "offline_first"))
+    assert {"Secret", "Deployment", "ServiceMonitor", "PrometheusRule", "Ingress", "NetworkPolicy"} <= kinds
+    assert re.search(r"checksum/secret: [0-9a-f]{64}", first["manifest"])
+
+
+def test_secret_and_its_checksum_follow_the_key_value_only(helm_report: dict[str, Any]) -> None:
+    def rendered(scenario: str) -> tuple[str, str]:
+        found = objects(helm_report, scenario)
+        checksum = found["Deployment"]["spec"]["template"]["metadata"]["annotations"]["checksum/secret"]
+        return base64.b64decode(found["Secret"]["data"]["HINDSIGHT_JWT_SECRET"]).decode(), checksum
+
+    (key, checksum), (other_key, other_checksum) = rendered("keyed"), rendered("rekeyed")
+    assert (key, other_key) == (KEY, OTHER_KEY)
+    assert checksum != other_checksum
+    assert rendered("changed_config")[1] == checksum  # a config change rolls the pods through checksum/config
+
+
+def test_public_key_renders_without_a_shared_secret(helm_report: dict[str, Any]) -> None:
+    secret = objects(helm_report, "public_key")["Secret"]["data"]
+    assert set(secret) == {"HINDSIGHT_JWT_PUBLIC_KEY"}
+
+
+def test_chart_templates_use_no_cluster_lookup_and_no_random_or_time_values() -> None:
+    """`lookup` answers nothing offline and random or time values change on every render: either would make
+    `helm template` / Argo CD renders differ."""
+    nondeterministic = re.compile(r"\b(lookup|rand[A-Za-z]*|uuidv4|now|genPrivateKey|genCA|genSelfSignedCert)\b")
+    for template in sorted((CHART / "templates").rglob("*")):
+        if template.is_file():
+            code = " ".join(re.findall(r"\{\{(.*?)\}\}", template.read_text(), flags=re.DOTALL))
+            code = re.sub(r"/\*.*?\*/", "", code, flags=re.DOTALL)  # template comments
+            assert not nondeterministic.findall(code), template.name
+
+
+# -- ServiceMonitor and PrometheusRule: the job label the alerts select ------------------------------------------
+
+
+def scrape_job(service_monitor: dict[str, Any], service: dict[str, Any]) -> str:
+    """The `job` label Prometheus Operator gives the targets of `service_monitor` on `service`. Its generated
+    config (pkg/prometheus/promcfg.go) sets job to the Service name, then, when spec.jobLabel is set, to the value
+    of that Service label when it is not empty; endpoint relabelings come last (the chart sets none)."""
+    spec = service_monitor["spec"]
+    labels = service["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"].items() <= labels.items(), "the ServiceMonitor does not select the Service"
+    assert all("relabelings" not in endpoint for endpoint in spec["endpoints"])
+    job: str = service["metadata"]["name"]
+    if spec.get("jobLabel") and labels.get(spec["jobLabel"]):
+        job = labels[spec["jobLabel"]]
+    return job
+
+
+def test_service_monitor_job_label_is_the_job_the_alerts_dashboard_and_compose_use(
+    helm_report: dict[str, Any],
+) -> None:
+    rendered = objects(helm_report, "monitoring@prod")
+    service = rendered["Service"]
+    assert service["metadata"]["name"] == "prod-hindsight"  # the job Prometheus Operator would use by default
+    job = scrape_job(rendered["ServiceMonitor"], service)
+    assert job == compose_scrape_job() == "hindsight"
+    rule_jobs = {m["job"] for rule in alert_rules() for _, m in selectors(rule["expr"]) if "job" in m}
+    assert rule_jobs == {f"={job}"}
+    dashboard_job = json.loads((ALERTS.parent / "grafana" / "dashboards" / "hindsight.json").read_text())
+    job_variable = next(v for v in dashboard_job["templating"]["list"] if v["name"] == "job")
+    assert job_variable["current"]["value"] == job
+
+
+def narrowed(text: str, job: str, namespace: str, fullname: str) -> str:
+    """The rule file as the chart's PrometheusRule must carry it for one release."""
+    text = text.replace('job="hindsight"', f'job="{job}", namespace="{namespace}"')
+    return text.replace('pod=~".*hindsight.*"', f'namespace="{namespace}", pod=~"{fullname}-.*"')
+
+
+def test_prometheus_rule_carries_the_shipped_rules_narrowed_to_the_release(helm_report: dict[str, Any]) -> None:
+    rendered = objects(helm_report, "monitoring@prod")
+    rule = rendered["PrometheusRule"]
+    assert rule["metadata"]["name"] == "prod-hindsight"
+    shipped = yaml.safe_load(narrowed(ALERTS.read_text(), "hindsight", "default", "prod-hindsight"))
+    assert rule["spec"] == {"groups": shipped["groups"]}
+    for expr in [r["expr"] for group in rule["spec"]["groups"] for r in group["rules"]]:
+        scoped = [matchers for _, matchers in selectors(expr)]
+        assert scoped
+        assert all(matchers["namespace"] == "=default" for matchers in scoped), expr
+
+
+def test_name_override_moves_the_job_label_and_the_rule_selectors_together(helm_report: dict[str, Any]) -> None:
+    rendered = objects(helm_report, "renamed@prod")
+    job = scrape_job(rendered["ServiceMonitor"], rendered["Service"])
+    assert job == "memory"
+    exprs = " ".join(r["expr"] for group in rendered["PrometheusRule"]["spec"]["groups"] for r in group["rules"])
+    assert 'job="hindsight"' not in exprs
+    assert 'absent(up{job="memory", namespace="default"} == 1)' in exprs
+    assert 'namespace="default", pod=~"prod-memory-.*"' in exprs
+
+
+def test_rendered_prometheus_rule_passes_promtool_check_rules(helm_report: dict[str, Any], tmp_path: Path) -> None:
+    spec = objects(helm_report, "monitoring@prod")["PrometheusRule"]["spec"]
+    rules = tmp_path / "prometheusrule.yml"
+    rules.write_text(yaml.safe_dump(spec))
+    done = run_promtool("check", "rules", str(rules))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(alert_rules())} rules found" in done.stdout

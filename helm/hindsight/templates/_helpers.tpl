@@ -50,6 +50,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/*
+The Prometheus `job` label of the gateway's series: the ServiceMonitor's jobLabel reads it from the Service's
+app.kubernetes.io/name label (hindsight.selectorLabels), so it is the chart name unless nameOverride changes it.
+The shipped alert rules select job="hindsight", as does Compose's scrape config (deploy/prometheus.yml).
+*/}}
+{{- define "hindsight.jobLabelKey" -}}app.kubernetes.io/name{{- end }}
+{{- define "hindsight.job" -}}{{ include "hindsight.name" . }}{{- end }}
+
 {{- define "hindsight.secretName" -}}
 {{- default (include "hindsight.fullname" .) .Values.auth.existingSecret }}
 {{- end }}
@@ -63,7 +71,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 Refuse configurations that would run but lose or split data:
 - the embedded mode keeps vectors, working memory and rate limits inside one process, so several replicas
   (or an HPA) without both server URLs would each hold a different memory;
-- at most one token key source;
+- exactly one token key source (existingSecret, jwtSecret, jwtPublicKey, jwksUrl): never a generated one, which
+  offline renders (helm template, Argo CD, Flux) would regenerate every time;
 - a ReadWriteOnce data volume only makes sense for the embedded single replica.
 */}}
 {{- define "hindsight.validate" -}}
@@ -74,6 +83,9 @@ Refuse configurations that would run but lose or split data:
 {{- $keys := 0 }}
 {{- range (list .Values.auth.jwtSecret .Values.auth.jwtPublicKey .Values.auth.jwksUrl) }}
 {{- if . }}{{ $keys = add1 $keys }}{{ end }}
+{{- end }}
+{{- if and (not .Values.auth.existingSecret) (eq $keys 0) }}
+{{- fail "hindsight: no token key: set auth.existingSecret (the name of a Secret holding HINDSIGHT_JWT_SECRET, for GitOps) or one of auth.jwtSecret (HS256, at least 32 characters), auth.jwtPublicKey, auth.jwksUrl. The chart does not generate a secret: offline renders (helm template, Argo CD) would make a new one every time" }}
 {{- end }}
 {{- if gt $keys 1 }}
 {{- fail "hindsight: set at most one of auth.jwtSecret, auth.jwtPublicKey and auth.jwksUrl" }}
