@@ -35,7 +35,7 @@ from gateway.http import (
 )
 from gateway.maintenance import gauge_loop, maintenance_loop
 from gateway.mcp_server import build_mcp_server
-from gateway.observability import Telemetry, TraceContextMiddleware, TracedTokenVerifier
+from gateway.observability import HttpRequestCounter, Telemetry, TraceContextMiddleware, TracedTokenVerifier
 from gateway.rate_limit_gate import CallFacts, RateLimitGate
 from gateway.runtime import engine_limits, open_runtime
 from gateway.tool_support import RuntimeHolder
@@ -94,9 +94,10 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
 def create_app(
     settings: Settings, *, clock: Clock | None = None, tracer_provider: TracerProvider | None = None
 ) -> Starlette:
-    """The gateway app. `tracer_provider` overrides the one built from settings (tests pass an in-memory one)."""
+    """The gateway app. `tracer_provider` overrides the one built from settings (the standard `OTEL_*` variables,
+    see ops/telemetry.py; tests pass an in-memory one)."""
     holder = RuntimeHolder()
-    provider = tracer_provider or build_tracer_provider(settings.otel_enabled)
+    provider = tracer_provider or build_tracer_provider(settings)
     telemetry = Telemetry(tracer_from(provider), Metrics(tenant_label=settings.metrics_tenant_label))
     telemetry.metrics.undecodable.set_function(lambda: float(skipped_payloads()))
     backend_tracer = telemetry.tracer if provider is not None else None  # no per-call proxies when tracing is off
@@ -137,42 +138,49 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with (
-            open_runtime(settings, clock, backend_tracer, supervisor) as runtime,
-            mcp.session_manager.run(),
-            anyio.create_task_group() as background,
-        ):
-            # innermost: whatever ends the runtime's, the session manager's or this group ends this sentinel
-            await supervisor.watch("lifespan", background)
-            runtime.memories.on_hidden = telemetry.metrics.count_hidden
-            holder.set(runtime)
-            app.state.runtime = runtime
-            if settings.memory_maintenance_interval_seconds > 0:
-                interval = settings.memory_maintenance_interval_seconds
-                background.start_soon(maintenance_loop, runtime, interval, supervisor)
-            background.start_soon(gauge_loop, runtime, telemetry.metrics, settings.metrics_sample_seconds, supervisor)
-            try:
-                yield
-                supervisor.stopping()  # a shutdown, not a failure thrown in here
-            finally:
-                holder.set(None)
-                background.cancel_scope.cancel()
-                if tracer_provider is None and provider is not None:
-                    provider.shutdown()
+        try:
+            async with (
+                open_runtime(settings, clock, backend_tracer, supervisor) as runtime,
+                mcp.session_manager.run(),
+                anyio.create_task_group() as background,
+            ):
+                # innermost: whatever ends the runtime's, the session manager's or this group ends this sentinel
+                await supervisor.watch("lifespan", background)
+                runtime.memories.on_hidden = telemetry.metrics.count_hidden
+                holder.set(runtime)
+                app.state.runtime = runtime
+                if settings.memory_maintenance_interval_seconds > 0:
+                    interval = settings.memory_maintenance_interval_seconds
+                    background.start_soon(maintenance_loop, runtime, interval, supervisor)
+                background.start_soon(
+                    gauge_loop, runtime, telemetry.metrics, settings.metrics_sample_seconds, supervisor
+                )
+                try:
+                    yield
+                    supervisor.stopping()  # a shutdown, not a failure thrown in here
+                finally:
+                    holder.set(None)
+                    background.cancel_scope.cancel()
+        finally:  # last, once the runtime is closed: the spans of closing it are exported too
+            if tracer_provider is None and provider is not None:
+                provider.shutdown()  # flushes what the batch processors hold
 
+    routes = [
+        Route("/mcp", mcp_endpoint),  # every method: StatelessMcpMethods answers 405 to those it does not take
+        Route("/mcp/", mcp_endpoint),
+        Route("/livez", livez_endpoint(holder, supervisor), methods=["GET"]),
+        Route(PROTECTED_RESOURCE_PATH, protected_resource_endpoint(settings), methods=["GET"]),
+        Route(PROTECTED_RESOURCE_PATH + "/mcp", protected_resource_endpoint(settings), methods=["GET"]),
+        Route("/readyz", readyz_endpoint(holder), methods=["GET"]),
+        Route("/metrics", metrics_endpoint(telemetry.metrics), methods=["GET"]),
+        *debug_routes(settings, holder, telemetry.metrics),
+    ]
     app = Starlette(
-        routes=[
-            Route("/mcp", mcp_endpoint),  # every method: StatelessMcpMethods answers 405 to those it does not take
-            Route("/mcp/", mcp_endpoint),
-            Route("/livez", livez_endpoint(holder, supervisor), methods=["GET"]),
-            Route(PROTECTED_RESOURCE_PATH, protected_resource_endpoint(settings), methods=["GET"]),
-            Route(PROTECTED_RESOURCE_PATH + "/mcp", protected_resource_endpoint(settings), methods=["GET"]),
-            Route("/readyz", readyz_endpoint(holder), methods=["GET"]),
-            Route("/metrics", metrics_endpoint(telemetry.metrics), methods=["GET"]),
-            *debug_routes(settings, holder, telemetry.metrics),
-        ],
+        routes=routes,
         middleware=[
-            Middleware(TraceContextMiddleware, tracer=telemetry.tracer),
+            # outermost: counts every response, the refusals of the layers below included
+            Middleware(HttpRequestCounter, metrics=telemetry.metrics, routes=routes),
+            Middleware(TraceContextMiddleware, tracer=telemetry.tracer, routes=routes),
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),
         ],
@@ -180,5 +188,6 @@ def create_app(
     )
     app.state.settings = settings
     app.state.telemetry = telemetry
+    app.state.tracer_provider = provider  # None when tracing is off; `force_flush()` exports what is queued
     app.state.supervisor = supervisor
     return app

@@ -1,11 +1,12 @@
 """Tracing and metrics wiring for one app: the `Telemetry` bundle, spans around every backend call (a thin
-proxy over the engine's seams), the auth span, and the HTTP server span that continues an incoming W3C
-`traceparent`."""
+proxy over the engine's seams), the auth span, the HTTP server span that continues an incoming W3C
+`traceparent`, and the counter of every HTTP response by route template and status."""
 
 from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -13,6 +14,7 @@ from mcp.server.auth.provider import AccessToken, TokenVerifier
 from opentelemetry import context as otel_context
 from opentelemetry.propagate import extract
 from opentelemetry.trace import SpanKind, Tracer
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory.errors import BackendUnavailable
@@ -21,6 +23,7 @@ from ops.telemetry import span
 
 T = TypeVar("T")
 UNTRACED_PATHS = frozenset({"/livez", "/readyz", "/metrics"})
+UNMATCHED_ROUTE = "other"
 
 
 @dataclass
@@ -84,12 +87,58 @@ class TracedTokenVerifier:
             return result
 
 
-class TraceContextMiddleware:
-    """A SERVER span per HTTP request (probes excepted), continuing the caller's `traceparent`."""
+def route_template(routes: Sequence[BaseRoute], scope: Scope) -> str | None:
+    """The path template of the route a request goes to (also when only its method is refused), without a
+    trailing slash (`/mcp/` is `/mcp`); None when no route takes the path. Never the raw path."""
+    for route in routes:
+        match, _ = route.matches(scope)
+        path = getattr(route, "path", None)
+        if match is not Match.NONE and isinstance(path, str):
+            return path.rstrip("/") or "/"
+    return None
 
-    def __init__(self, app: ASGIApp, tracer: Tracer) -> None:
+
+class HttpRequestCounter:
+    """Counts every HTTP response in `hindsight_http_requests_total{route, code, status_class}` by the status of
+    its `http.response.start`. Outermost of the app's middleware, so the 401s of auth, the 413s of the body limit,
+    the 429s of rate limits and the 405s and 404s of routing count like answers. An exception escaping before a
+    response started counts as 500: that is what Starlette's error middleware, just outside, then sends."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, routes: Sequence[BaseRoute]) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        route = route_template(self.routes, scope) or UNMATCHED_ROUTE
+        started = False
+
+        async def send_counted(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start" and not started:
+                started = True
+                self.metrics.count_http_response(route, int(message["status"]))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_counted)
+        except Exception:
+            if not started:
+                self.metrics.count_http_response(route, 500)
+            raise
+
+
+class TraceContextMiddleware:
+    """A SERVER span per HTTP request (probes excepted), continuing the caller's `traceparent`, named after the
+    route template (`POST /mcp`; the method alone for a path no route takes), as OTel's HTTP conventions say."""
+
+    def __init__(self, app: ASGIApp, tracer: Tracer, routes: Sequence[BaseRoute] = ()) -> None:
         self.app = app
         self.tracer = tracer
+        self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in UNTRACED_PATHS:
@@ -99,11 +148,12 @@ class TraceContextMiddleware:
         token = otel_context.attach(extract(carrier))
         try:
             method = scope.get("method", "GET")
+            route = route_template(self.routes, scope)
             with span(
                 self.tracer,
-                f"{method} {scope.get('path')}",
+                f"{method} {route}" if route else method,
                 kind=SpanKind.SERVER,
-                **{"http.request.method": method, "url.path": scope.get("path")},
+                **{"http.request.method": method, "http.route": route, "url.path": scope.get("path")},
             ) as current:
 
                 async def send_with_status(message: Message) -> None:

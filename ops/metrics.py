@@ -1,6 +1,9 @@
 """Prometheus metrics: one registry per app (so several apps in one process never collide), with the names and
 labels the dashboards and alerts use. Label cardinality stays bounded: tool, outcome, action, kind, backend,
-task, and the tenant only when `metrics_tenant_label` is on.
+task, the HTTP route template and status, and the tenant only when `metrics_tenant_label` is on. The registry also
+carries the process (`process_*`: CPU, memory, file descriptors) and Python (`python_info`, `python_gc_*`)
+collectors, and `/metrics` leaves out the `_created` series (one per counter and histogram series, which only
+doubles what Prometheus stores).
 
 Beside the registry, `TenantStats` keeps each tenant's own figures (latency windows, tool call counts) for
 `/debug/stats`, which shows a tenant's admin that tenant alone; the process-wide figures are on `/metrics`."""
@@ -10,9 +13,20 @@ from __future__ import annotations
 import time
 from collections import Counter as Tally
 from collections import OrderedDict, deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.metrics_core import Metric
 
 # Fine enough to read a P99 anywhere from 1 ms to 5 s.
 LATENCY_BUCKETS = (
@@ -125,10 +139,24 @@ class Metrics:
             "Stored memories skipped on read because their payload could not be decoded (since the process started).",
             registry=self.registry,
         )
+        self.http_requests = Counter(
+            "hindsight_http_requests",
+            "HTTP responses by route template (other: no route), status code and class; refusals by auth, body"
+            " size and rate limits and errors included.",
+            ["route", "code", "status_class"],
+            registry=self.registry,
+        )
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         self._tenants: OrderedDict[str, TenantStats] = OrderedDict()
 
     def labels(self, tenant: str | None) -> dict[str, str]:
         return {"tenant": tenant or ""} if self.tenant_label else {}
+
+    def count_http_response(self, route: str, status: int) -> None:
+        """One HTTP response: `route` is a route template or "other", never a raw path (bounded cardinality)."""
+        self.http_requests.labels(route=route, code=str(status), status_class=f"{status // 100}xx").inc()
 
     def count_hidden(self, reason: str, count: int) -> None:
         """The engine's hide observer (`memory.hidden`): `count` memories hidden for `reason`."""
@@ -163,4 +191,22 @@ class Metrics:
         return stats
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """The text exposition of the registry, without `_created` series."""
+        return generate_latest(_WithoutCreated(self.registry))
+
+
+class _WithoutCreated:
+    """A registry's families minus their `<name>_created` samples: per exposition, where
+    `prometheus_client.disable_created_metrics()` would switch them off for every registry of the process."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            created = family.name + "_created"
+            if any(sample.name == created for sample in family.samples):
+                trimmed = Metric(family.name, family.documentation, family.type, family.unit)
+                trimmed.samples = [sample for sample in family.samples if sample.name != created]
+                family = trimmed
+            yield family

@@ -1,5 +1,6 @@
 """Observability through the real app: spans of one recall (continuing the caller's traceparent), Prometheus
-metrics after a few calls, and the admin-only debug views."""
+metrics after a few calls, every HTTP response counted by route template and status (refusals included), the
+process and Python metrics without `_created` series, and the admin-only debug views."""
 
 from __future__ import annotations
 
@@ -13,11 +14,19 @@ from mcp.client.streamable_http import streamable_http_client
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from gateway.app import create_app
 from gateway.maintenance import sample_memory_counts
+from gateway.observability import HttpRequestCounter
 from memory.clock import ManualClock
+from ops.config import TenantLimits
+from ops.metrics import Metrics
 from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running
 
 pytestmark = pytest.mark.anyio
@@ -160,3 +169,84 @@ async def test_metrics_count_stored_memories_skipped_because_they_could_not_be_d
 
 def _gauge(text: str, name: str) -> float:
     return next(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " "))
+
+
+# --- HTTP responses, process metrics, no _created ----------------------------------------------------------------
+
+JSON_RPC = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+WHOAMI = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+
+
+def http_responses(text: str) -> dict[tuple[str, str, str], float]:
+    """`hindsight_http_requests_total` as {(route, code, status_class): count}, read with Prometheus' parser."""
+    [family] = [f for f in text_string_to_metric_families(text) if f.name == "hindsight_http_requests"]
+    return {
+        (s.labels["route"], s.labels["code"], s.labels["status_class"]): s.value
+        for s in family.samples
+        if s.name.endswith("_total")
+    }
+
+
+async def test_every_http_response_is_counted_by_route_template_code_and_class_refusals_included(
+    tmp_path: Path, clock: ManualClock, mint: Mint
+) -> None:
+    one_read = TenantLimits(subject_read_per_minute=60, tenant_read_per_minute=600, burst_seconds=1)
+    settings = make_settings(tmp_path / "data", max_request_bytes=1024, rate_limit_default=one_read)
+    authorized = {**JSON_RPC, "authorization": f"Bearer {mint()}"}
+    async with (
+        running(create_app(settings, clock=clock)) as app,
+        httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE_URL) as http,
+    ):
+        statuses = [
+            (await http.post("/mcp", json=WHOAMI, headers=JSON_RPC)).status_code,  # no token
+            (await http.post("/mcp/", json=WHOAMI, headers=JSON_RPC)).status_code,  # no token, the other spelling
+            (await http.post("/mcp", content=b" " * 3000, headers=authorized)).status_code,  # over 1,024 bytes
+            (await http.post("/mcp", json=WHOAMI, headers=authorized)).status_code,  # the one read of the bucket
+            (await http.post("/mcp", json=WHOAMI, headers=authorized)).status_code,  # over the rate limit
+            (await http.get("/mcp", headers=authorized)).status_code,  # no stream on a stateless server
+            (await http.get("/livez")).status_code,
+            (await http.get("/tenants/acme/secrets")).status_code,  # no such route: never its raw path
+        ]
+        scraped = (await http.get("/metrics")).text
+        rescraped = (await http.get("/metrics")).text
+    assert statuses == [401, 401, 413, 200, 429, 405, 200, 404]
+    assert http_responses(scraped) == {
+        ("/mcp", "401", "4xx"): 2,
+        ("/mcp", "413", "4xx"): 1,
+        ("/mcp", "200", "2xx"): 1,
+        ("/mcp", "429", "4xx"): 1,
+        ("/mcp", "405", "4xx"): 1,
+        ("/livez", "200", "2xx"): 1,
+        ("other", "404", "4xx"): 1,
+    }
+    assert http_responses(rescraped)[("/metrics", "200", "2xx")] == 1  # a scrape is counted once it is answered
+    assert "/tenants/acme" not in rescraped
+
+
+async def test_an_exception_escaping_the_app_is_counted_as_the_500_the_client_gets() -> None:
+    async def boom(request: Request) -> Response:
+        raise RuntimeError("a bug")
+
+    metrics = Metrics()
+    routes = [Route("/items/{item_id}", boom)]
+    app = Starlette(routes=routes, middleware=[Middleware(HttpRequestCounter, metrics=metrics, routes=routes)])
+    transport = httpx2.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx2.AsyncClient(transport=transport, base_url=BASE_URL) as http:
+        response = await http.get("/items/42")
+    assert response.status_code == 500
+    assert http_responses(metrics.render().decode()) == {("/items/{item_id}", "500", "5xx"): 1}
+
+
+async def test_metrics_carry_process_and_python_metrics_and_no_created_series(app: Starlette, mint: Mint) -> None:
+    async with mcp_session(app, mint()) as client:
+        data(await client.call_tool("write_memory", {"content": "Counters without their _created twins"}))
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE_URL) as http:
+        text = (await http.get("/metrics")).text
+    families = {family.name: family for family in text_string_to_metric_families(text)}
+    [resident] = families["process_resident_memory_bytes"].samples
+    assert resident.value > 0
+    assert "process_cpu_seconds" in families and "process_open_fds" in families
+    assert "python_info" in families and "python_gc_objects_collected" in families
+    assert 'hindsight_tool_calls_total{outcome="ok",tool="write_memory"} 1.0' in text
+    assert "hindsight_recall_latency_seconds_count" in text
+    assert [line for line in text.splitlines() if "_created" in line] == []
