@@ -1,14 +1,18 @@
-"""`hindsight export|import|purge`: namespace lifecycle from the command line, through the admin MCP tools.
+"""`hindsight export|import|purge|maintain`: namespace lifecycle from the command line, through the admin MCP tools.
 
 With `--url` and `--token` (an admin token) it talks to a running gateway. Without them it opens the data
 directory itself (direct settings: the server must be stopped, since the embedded store allows one process)
 and calls the same tools in-process with a short-lived admin token minted from the configured secret.
+Failures raise the errors of `gateway.cli_errors`; `hindsight` turns them into one `error: ...` line.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
+import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,31 +23,65 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.progress import ProgressBar
+from gateway.cli_errors import CommandFailed, UsageError, http_client, tool_body
+from gateway.progress import progress_bar
 from ops.config import Settings
 from tenancy import mint_token
 
+__all__ = ["CommandFailed", "add_admin_commands", "data_dir_in_use", "run_async"]
+
+logger = logging.getLogger("hindsight.cli")
 IMPORT_BATCH = 200
 
 
-class CommandFailed(Exception):
-    pass
+PAGE = 200
+IN_USE_HINT = "stop it or use --url"
+
+
+def data_dir_in_use(settings: Settings) -> bool:
+    """True when another process (a running server) holds the embedded store's lock in this data directory.
+    Checked before the runtime opens (and loads the embedding model) to say so plainly; the store's own lock
+    (`memory/stores/edge.py`) still decides."""
+    if settings.qdrant_url:
+        return False
+    lock = settings.data_dir / "vectors" / "LOCK"
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing the descriptor releases a lock taken here
+    return False
+
+
+def direct_settings(hint: str) -> Settings:
+    settings = Settings()
+    if data_dir_in_use(settings):
+        where = settings.data_dir.resolve()
+        raise CommandFailed(f"the data directory {where} is in use by a running server ({hint})")
+    return settings
 
 
 @asynccontextmanager
 async def admin_client(args: argparse.Namespace) -> AsyncIterator[Client]:
     if args.url:
         if not args.token:
-            raise CommandFailed("--url needs --token (an admin token)")
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {args.token}"}, timeout=120)
-        async with http, Client(streamable_http_client(args.url, http_client=http)) as client:
+            raise UsageError("--url needs --token (an admin token)")
+        async with (
+            http_client(args.token, timeout=120) as http,
+            Client(streamable_http_client(args.url, http_client=http)) as client,
+        ):
             yield client
         return
     if not args.tenant:
-        raise CommandFailed("direct mode (no --url) needs --tenant")
+        raise UsageError("direct mode (no --url) needs --tenant")
     from gateway.app import create_app, jwt_settings
 
-    settings = Settings()
+    settings = direct_settings(IN_USE_HINT)
     token = mint_token(
         jwt_settings(settings).secret,
         tenant=args.tenant,
@@ -58,20 +96,13 @@ async def admin_client(args: argparse.Namespace) -> AsyncIterator[Client]:
     app = create_app(settings)
     base = "http://127.0.0.1:8080"
     async with app.router.lifespan_context(app):
-        http = httpx2.AsyncClient(
-            transport=httpx2.ASGITransport(app=app), base_url=base, headers={"Authorization": f"Bearer {token}"}
-        )
+        http = http_client(token, transport=httpx2.ASGITransport(app=app), base_url=base)
         async with http, Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
             yield client
 
 
 async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    body = result.structured_content or {}
-    if result.is_error:
-        error = body.get("error", {})
-        raise CommandFailed(f"{tool}: {error.get('code', 'error')}: {error.get('message', result.content)}")
-    return body
+    return tool_body(tool, await client.call_tool(tool, arguments))
 
 
 async def export_namespace(args: argparse.Namespace) -> int:
@@ -79,17 +110,18 @@ async def export_namespace(args: argparse.Namespace) -> int:
     count = 0
     try:
         async with admin_client(args) as client:
-            cursor = None
-            while True:
-                page = await call(
-                    client, "export_memories", {"namespace": args.namespace, "limit": 200, "cursor": cursor}
-                )
-                for record in page["records"]:
-                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
-                    count += 1
-                cursor = page["next_cursor"]
-                if cursor is None:
-                    break
+            with progress_bar(None, f"export {args.namespace}", "memory") as bar:
+                cursor = None
+                while True:
+                    arguments = {"namespace": args.namespace, "limit": PAGE, "cursor": cursor}
+                    page = await call(client, "export_memories", arguments)
+                    for record in page["records"]:
+                        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                        count += 1
+                    bar.update(len(page["records"]))
+                    cursor = page["next_cursor"]
+                    if cursor is None:
+                        break
     finally:
         if out is not sys.stdout:
             out.close()
@@ -116,21 +148,21 @@ def read_records(path: str) -> list[dict[str, Any]]:
 async def import_namespace(args: argparse.Namespace) -> int:
     records = read_records(args.file)
     imported = skipped = 0
-    progress = ProgressBar()
     async with admin_client(args) as client:
-        for start in range(0, len(records), IMPORT_BATCH):
-            batch = records[start : start + IMPORT_BATCH]
-            body = await call(client, "import_memories", {"namespace": args.namespace, "records": batch})
-            imported += body["imported"]
-            skipped += body["skipped"]
-            progress(start + len(batch), len(records))
-    print(f"\nimported {imported}, skipped {skipped} (already present) into {args.namespace}", file=sys.stderr)
+        with progress_bar(len(records), f"import {args.namespace}", "memory") as bar:
+            for start in range(0, len(records), IMPORT_BATCH):
+                batch = records[start : start + IMPORT_BATCH]
+                body = await call(client, "import_memories", {"namespace": args.namespace, "records": batch})
+                imported += body["imported"]
+                skipped += body["skipped"]
+                bar.update(len(batch))
+    print(f"imported {imported}, skipped {skipped} (already present) into {args.namespace}", file=sys.stderr)
     return 0
 
 
 async def purge_namespace(args: argparse.Namespace) -> int:
     if args.yes is not True and args.confirm != args.namespace:
-        raise CommandFailed("purge is permanent: pass --confirm NAMESPACE (the same name) or --yes")
+        raise UsageError("purge is permanent: pass --confirm NAMESPACE (the same name) or --yes")
     async with admin_client(args) as client:
         body = await call(client, "purge_namespace", {"namespace": args.namespace, "confirm": args.namespace})
     print(f"purged {body['deleted']} memories from {args.namespace}", file=sys.stderr)
@@ -142,18 +174,20 @@ async def maintain(args: argparse.Namespace) -> int:
     from gateway.maintenance import maintain_all
     from gateway.runtime import open_runtime
 
-    async with open_runtime(Settings()) as runtime:
+    settings = direct_settings("stop it first; a running server maintains its data directory itself")
+    async with open_runtime(settings) as runtime:
         reports = await maintain_all(runtime, [args.tenant] if args.tenant else None)
+    logger.info("maintenance pass done: %d tenants", len(reports))
     print(json.dumps(reports, indent=2))
     return 0
 
 
 def add_admin_commands(sub: Any) -> None:
     def common(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--namespace", required=True)
+        parser.add_argument("--namespace", required=True, help="the namespace, e.g. user:42 or team:ops")
         parser.add_argument("--url", help="gateway MCP URL, e.g. http://127.0.0.1:8080/mcp (needs --token)")
-        parser.add_argument("--token", help="an admin token (memory:admin)")
-        parser.add_argument("--tenant", help="tenant, in direct mode (no --url)")
+        parser.add_argument("--token", help="with --url: an admin token (memory:admin), e.g. from `hindsight token`")
+        parser.add_argument("--tenant", help="the tenant, in direct mode (no --url; the server must be stopped)")
 
     export = sub.add_parser("export", help="export a namespace to JSONL (admin)")
     common(export)
@@ -177,9 +211,6 @@ def add_admin_commands(sub: Any) -> None:
 
 
 def run_async(command: Any, args: argparse.Namespace) -> int:
-    try:
-        result: int = anyio.run(command, args)
-    except CommandFailed as exc:
-        print(f"hindsight {args.command}: {exc}", file=sys.stderr)
-        return 2
+    """Run an async command; its errors (ExceptionGroups included) are left to `hindsight`'s error line."""
+    result: int = anyio.run(command, args)
     return result

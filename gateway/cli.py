@@ -1,21 +1,35 @@
-"""The `hindsight` command: `serve` runs the gateway with uvicorn, `token` mints a token for the same settings.
+"""The `hindsight` command: `serve` runs the gateway with uvicorn, `token` mints a token for the same settings,
+and the admin (`gateway/admin_cli.py`) and evaluation (`gateway/eval_cli.py`) commands.
 
 Both read `Settings()` from the environment, so a token minted with `hindsight token` is accepted by a server
 started with the same environment (the embedded default shares the dev secret in the data directory).
+
+Every command logs JSON lines to stderr (`ops.logging`) and fails with one line, `error: ...`, exit 2 for a
+usage error and 1 for a failure (`gateway.cli_errors.describe`); `--debug` (or `HINDSIGHT_LOG_LEVEL=debug`)
+adds debug logs and the traceback. A wrong option prints the usage of the subcommand it was given to.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Iterator, Sequence
+from typing import NoReturn
 
-from gateway.admin_cli import add_admin_commands
+from pydantic import ValidationError
+
+from gateway.admin_cli import add_admin_commands, data_dir_in_use
+from gateway.cli_errors import EXIT_USAGE, CommandFailed, UsageError, describe
 from gateway.eval_cli import add_eval_commands
 from ops.config import Settings
 from ops.logging import configure_logging
+from ops.version import VERSION
 from tenancy import mint_token
+
+QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")  # one INFO line per HTTP request otherwise
 
 DEV_TENANT = "dev"
 DEV_SUBJECT = "dev-agent"
@@ -33,12 +47,22 @@ def _secret(settings: Settings) -> str:
 
 
 def mint_from_args(settings: Settings, args: argparse.Namespace) -> str:
+    read, write = _csv(args.read), _csv(args.write)
+    if not (read or write or args.admin):
+        raise UsageError("a token needs namespaces: pass --read and/or --write (comma-separated), or --admin")
+    try:
+        return _mint(settings, args, read, write)
+    except ValueError as exc:  # a malformed namespace, tenant or ttl
+        raise UsageError(str(exc)) from None
+
+
+def _mint(settings: Settings, args: argparse.Namespace, read: list[str], write: list[str]) -> str:
     return mint_token(
         _secret(settings),
         tenant=args.tenant,
         subject=args.sub,
-        read=_csv(args.read),
-        write=_csv(args.write),
+        read=read,
+        write=write,
         admin=args.admin,
         ttl_seconds=args.ttl,
         issuer=settings.jwt_issuer,
@@ -99,6 +123,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings.host = args.host
     if args.port:
         settings.port = args.port
+    if args.debug:
+        settings.log_level = "debug"
+    if data_dir_in_use(settings):
+        where = settings.data_dir.resolve()
+        hint = "stop it, or give this one another HINDSIGHT_DATA_DIR"
+        raise CommandFailed(f"the data directory {where} is in use by a running server ({hint})")
     if args.print_token:
         token = mint_token(
             _secret(settings),
@@ -113,31 +143,41 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"\nhindsight: MCP endpoint {settings.mcp_url}")
         print(f"dev token (tenant {DEV_TENANT}, namespaces {', '.join(DEV_NAMESPACES)}, 30 days):\n\n  {token}\n")
         print(client_snippets(settings.mcp_url, token) + "\n", flush=True)
-    configure_logging(settings.log_level)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        log_config=None,  # keep the JSON handler configured above
-        proxy_headers=True,
-    )
+    try:
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level,
+            log_config=None,  # keep the JSON handler of `main`
+            proxy_headers=True,
+        )
+    except SystemExit as exc:  # uvicorn exits when the port is taken or the app's startup fails
+        if exc.code:
+            address = f"{settings.host}:{settings.port}"
+            raise CommandFailed(f"the server did not start on {address} (the log line above says why)") from None
+        raise
     return 0
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    settings = Settings()
-    try:
-        print(mint_from_args(settings, args))
-    except ValueError as exc:
-        print(f"hindsight token: {exc}", file=sys.stderr)
-        return 2
+    print(mint_from_args(Settings(), args))
     return 0
 
 
+class CliParser(argparse.ArgumentParser):
+    """Usage errors print the usage of the (sub)command they belong to, then one `error:` line; exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"error: {self.prog}: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hindsight", description="Multi-tenant memory gateway for LLM agents.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = CliParser(prog="hindsight", description="Multi-tenant memory gateway for LLM agents.")
+    parser.add_argument("--version", action="version", version=VERSION, help="print the version and exit")
+    parser.add_argument("--debug", action="store_true", help="debug logs, and a traceback with an error")
+    sub = parser.add_subparsers(dest="command", required=True, help="the command to run")
 
     serve = sub.add_parser("serve", help="run the gateway (settings from HINDSIGHT_* variables)")
     serve.add_argument("--host", help="bind address (default HINDSIGHT_HOST or 127.0.0.1)")
@@ -146,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     token = sub.add_parser("token", help="mint a token signed with the configured key")
-    token.add_argument("--tenant", required=True)
+    token.add_argument("--tenant", required=True, help="the tenant whose namespaces the token may use")
     token.add_argument("--sub", required=True, help="subject: the agent's id")
     token.add_argument("--read", default="", help="comma-separated readable namespaces")
     token.add_argument("--write", default="", help="comma-separated writable namespaces")
@@ -156,12 +196,64 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_admin_commands(sub)
     add_eval_commands(sub)
+    for command in commands(parser):
+        command.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help="debug logs, and a traceback with an error"
+        )
+        command.set_defaults(command_parser=command)
     return parser
 
 
+def parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """This parser and every subcommand's, depth first."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from parsers(child)
+
+
+def commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that run something (no subcommands of their own): `serve`, `eval locomo`, ..."""
+    return [
+        p
+        for p in parsers(parser)
+        if p is not parser and not any(isinstance(a, argparse._SubParsersAction) for a in p._actions)
+    ]
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Like `parse_args`, except that an unknown option is reported by the subcommand that was given it."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        owner: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def log_level(args: argparse.Namespace) -> str:
+    if args.debug:
+        return "debug"
+    try:
+        return Settings().log_level
+    except ValidationError:  # another setting is invalid: the command reports it as its error line
+        return "debug" if os.environ.get("HINDSIGHT_LOG_LEVEL", "").lower() == "debug" else "info"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    result: int = args.func(args)
+    args = parse(build_parser(), argv)
+    level = log_level(args)
+    configure_logging(level, quiet=() if args.command == "serve" or level == "debug" else QUIET_LOGGERS)
+    try:
+        result: int = args.func(args)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        line, code = describe(exc)
+        if level == "debug":
+            traceback.print_exception(exc, file=sys.stderr)
+        print(f"error: {line}", file=sys.stderr, flush=True)
+        return code
     return result
 
 

@@ -15,9 +15,9 @@ import logging
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway import eval_memorybank
 from gateway.app import create_app
-from gateway.eval_mcp import McpEvaluation, Progress
-from gateway.progress import ProgressBar
+from gateway.cli_errors import UsageError, http_client, tool_body
+from gateway.eval_mcp import McpEvaluation
+from gateway.progress import Progress
 from gateway.runtime import Runtime, open_embedder, open_runtime
 from memory.clock import ManualClock
 from memory.embedders import RemoteEmbedder
@@ -83,9 +84,7 @@ async def in_process(settings: Settings) -> AsyncIterator[Target]:
     token = mint_token(EVAL_SECRET, tenant="eval", subject="locomo-eval", read=[], write=[], admin=True)
     async with app.router.lifespan_context(app):
         runtime: Runtime = app.state.runtime
-        http = httpx2.AsyncClient(
-            transport=httpx2.ASGITransport(app=app), base_url=LOCAL_URL, headers={"Authorization": f"Bearer {token}"}
-        )
+        http = http_client(token, transport=httpx2.ASGITransport(app=app), base_url=LOCAL_URL)
         async with http, Client(streamable_http_client(f"{LOCAL_URL}/mcp", http_client=http)) as client:
             where = "`create_app(settings)` in this process, over an in-process ASGI transport"
             yield Target(client, runtime.embedder, where, "eval")
@@ -94,7 +93,7 @@ async def in_process(settings: Settings) -> AsyncIterator[Target]:
 @asynccontextmanager
 async def remote(url: str, token: str, settings: Settings) -> AsyncIterator[Target]:
     embedder = await open_embedder(settings)  # the dense baseline's: set HINDSIGHT_EMBEDDER like the gateway's
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60.0)
+    http = http_client(token, timeout=60.0)
     try:
         async with http, Client(streamable_http_client(url, http_client=http)) as client:
             yield Target(client, embedder, f"the gateway at {url}", f"{datetime.now(UTC):%Y%m%d%H%M%S}")
@@ -103,9 +102,43 @@ async def remote(url: str, token: str, settings: Settings) -> AsyncIterator[Targ
             await embedder.close()
 
 
-def _progress(fmt: TurnFormat) -> Progress:
-    sys.stderr.write(f"\n{fmt.label}: ")
-    return ProgressBar()
+def _nothing() -> None:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class CountedEvaluation(McpEvaluation):
+    """The evaluation with a step counted for every turn written and every question asked, so the progress bar
+    moves during ingestion too; a tool error raises `ToolFailed` (one `error:` line naming the gateway's code)."""
+
+    step: Callable[[], None] = field(default=_nothing)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        body = tool_body(tool, await self.client.call_tool(tool, arguments))
+        if tool in ("write_memory", "recall_memory"):
+            self.step()
+        return body
+
+
+class FormatProgress:
+    """One bar per turn format (its turns and questions), the previous one closed when the next starts."""
+
+    def __init__(self, conversations: Sequence[locomo.Conversation]) -> None:
+        self.steps = sum(len(c.turns) + len(c.questions) for c in conversations)
+        self.current: Progress | None = None
+
+    def start(self, fmt: TurnFormat) -> None:
+        self.close()
+        self.current = Progress(fmt.label, "step", total=self.steps)
+
+    def step(self) -> None:
+        if self.current is not None:
+            self.current.tick()
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
 
 
 async def run_grid(settings: Settings, conversations: Sequence[locomo.Conversation], fmt: TurnFormat) -> EvalReport:
@@ -115,16 +148,19 @@ async def run_grid(settings: Settings, conversations: Sequence[locomo.Conversati
     )
     async with open_runtime(settings, clock) as runtime:
         service = runtime.memories
-        sys.stderr.write(f"\nweight grid, in process ({fmt.label}): ")
-        return await evaluate(
-            service,
-            scope_for(principal),
-            clock,
-            conversations,
-            fmt=fmt,
-            grid=default_grid(service.weights),
-            progress=ProgressBar(),
-        )
+        progress = Progress(f"weight grid ({fmt.label})", "step")
+        try:
+            return await evaluate(
+                service,
+                scope_for(principal),
+                clock,
+                conversations,
+                fmt=fmt,
+                grid=default_grid(service.weights),
+                progress=progress,
+            )
+        finally:
+            progress.close()
 
 
 async def run_locomo(args: argparse.Namespace) -> int:
@@ -136,13 +172,16 @@ async def run_locomo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="hindsight-eval-") as tmp:
         settings = eval_settings(Path(tmp) / "mcp")
         target = remote(args.url, args.token, settings) if args.url else in_process(settings)
-        async with target as t:
-            evaluation = McpEvaluation(t.client, t.embedder, run_tag=t.run_tag)
-            reports = await evaluation.run(formats, conversations, _progress)
-            where = t.where
+        progress = FormatProgress(conversations)
+        try:
+            async with target as t:
+                evaluation = CountedEvaluation(t.client, t.embedder, run_tag=t.run_tag, step=progress.step)
+                reports = await evaluation.run(formats, conversations, progress.start)
+                where = t.where
+        finally:
+            progress.close()
         if args.grid:
             grid = await run_grid(eval_settings(Path(tmp) / "grid"), conversations, BY_NAME[args.grid_format])
-    sys.stderr.write("\n")
     limits = "rate limits off" if not args.url else "that gateway's own rate limits"
     seconds = ", ".join(f"{r.format} {r.wall_seconds:.0f} s" for r in reports)
     header = (
@@ -171,10 +210,17 @@ async def run_memorybank(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="hindsight-eval-") as tmp:
         settings = eval_settings(Path(tmp) / "mcp")
         target = remote(args.url, args.token, settings) if args.url else in_process(settings)
-        async with target as t:
-            evaluation = McpEvaluation(t.client, t.embedder, run_tag=t.run_tag, top_k=eval_memorybank.TOP_K)
-            scores = await eval_memorybank.evaluate(evaluation, t.embedder, conversations)
-            where = t.where
+        steps = sum(len(c.turns) + len(c.questions) for c in conversations)
+        progress = Progress("memorybank", "step", total=steps)
+        try:
+            async with target as t:
+                evaluation = CountedEvaluation(
+                    t.client, t.embedder, run_tag=t.run_tag, top_k=eval_memorybank.TOP_K, step=progress.tick
+                )
+                scores = await eval_memorybank.evaluate(evaluation, t.embedder, conversations)
+                where = t.where
+        finally:
+            progress.close()
     header = eval_memorybank.header(directory, _commit(), settings.embedder, where)
     section = eval_memorybank.render(scores, header, memorybank.user_names(directory), conversations)
     print(section)
@@ -186,7 +232,7 @@ async def run_memorybank(args: argparse.Namespace) -> int:
 
 def add_eval_commands(sub: Any) -> None:
     evaluation = sub.add_parser("eval", help="measure recall quality")
-    which = evaluation.add_subparsers(dest="dataset", required=True)
+    which = evaluation.add_subparsers(dest="dataset", required=True, help="the dataset to evaluate on")
     loco = which.add_parser("locomo", help="LoCoMo over MCP: recall@5/@10, NDCG@10, MRR per turn format vs baselines")
     loco.add_argument("--data", required=True, help="path to locomo10-dev.json (or another LoCoMo JSON file)")
     loco.add_argument(
@@ -207,25 +253,28 @@ def add_eval_commands(sub: Any) -> None:
 
 
 def quiet_logging() -> None:
-    """wordllama calls `logging.basicConfig(level=INFO)` on import: without this every MCP request of the run
-    would log a line on stderr (and be timed doing it)."""
+    """wordllama calls `logging.basicConfig(level=INFO)` on import (a no-op: `hindsight` configured JSON logs
+    first); the level goes to WARNING so that every MCP request of the run does not log an audit line (and get
+    timed doing it), unless the run asks for debug logs."""
     import wordllama  # noqa: F401
 
-    logging.getLogger().setLevel(logging.WARNING)
+    root = logging.getLogger()
+    if root.level > logging.DEBUG:
+        root.setLevel(logging.WARNING)
 
 
 def _run_memorybank(args: argparse.Namespace) -> int:
     if args.url and not args.token:
-        raise SystemExit("--url needs --token")
+        raise UsageError("--url needs --token")
     quiet_logging()
     return int(anyio.run(run_memorybank, args))
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.url and not args.token:
-        raise SystemExit("--url needs --token")
+        raise UsageError("--url needs --token")
     unknown = [name for name in args.formats.split(",") if name not in BY_NAME]
     if unknown:
-        raise SystemExit(f"unknown format {unknown[0]!r}: choose from {', '.join(BY_NAME)}")
+        raise UsageError(f"unknown format {unknown[0]!r}: choose from {', '.join(BY_NAME)}")
     quiet_logging()
     return int(anyio.run(run_locomo, args))

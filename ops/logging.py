@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,8 +39,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(body, ensure_ascii=False, default=str)
 
 
-def configure_logging(level: str = "info") -> None:
-    """Send every log line to stderr as JSON (called by `hindsight serve`, never at import)."""
+def configure_logging(level: str = "info", *, quiet: Iterable[str] = ()) -> None:
+    """Send every log line to stderr as JSON, one object per line (called by every `hindsight` command, never at
+    import). A library that calls `logging.basicConfig` later (wordllama, the MCP server) finds the root handler
+    in place and changes nothing. The `quiet` loggers (the CLI's HTTP client) log warnings and errors only."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
@@ -49,3 +52,5 @@ def configure_logging(level: str = "info") -> None:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+    for name in quiet:
+        logging.getLogger(name).setLevel(logging.WARNING)

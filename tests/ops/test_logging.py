@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
+from pathlib import Path
 
 from opentelemetry.sdk.trace import TracerProvider
 
 from ops.logging import JsonFormatter
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def record(name: str, message: str, **extra: object) -> logging.LogRecord:
@@ -35,3 +40,31 @@ def test_an_audit_event_is_logged_as_the_event_itself() -> None:
     event = {"tool": "write_memory", "tenant": "acme", "outcome": "created"}
     line = json.loads(JsonFormatter().format(record("hindsight.audit", json.dumps(event), audit=event)))
     assert line == {"type": "audit", **event}
+
+
+CONFIGURED_THEN_A_LIBRARY_LOGS = """
+import logging
+from ops.logging import configure_logging
+
+configure_logging("info", quiet=["chatty.http"])
+logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s:%(message)s")  # what wordllama does
+logging.getLogger("wordllama").info("loaded the model")
+logging.getLogger("chatty.http").info("HTTP Request: POST /mcp")
+logging.getLogger("chatty.http").warning("retrying")
+"""
+
+
+def test_after_configure_logging_a_librarys_basicconfig_keeps_every_line_json_and_quiet_loggers_warn_only() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", CONFIGURED_THEN_A_LIBRARY_LOGS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=REPO,
+    )
+    lines = [json.loads(line) for line in result.stderr.splitlines()]
+    assert [(line["logger"], line["level"], line["message"]) for line in lines] == [
+        ("wordllama", "info", "loaded the model"),
+        ("chatty.http", "warning", "retrying"),
+    ]
