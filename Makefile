@@ -49,3 +49,21 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m bench --quick
+
+# requirements.lock: every package of the image ([all] + setuptools, the build backend), pinned with sha256 hashes,
+# for the Dockerfile's Python 3.11.14 on linux/amd64. `make lock` keeps pins that still fit pyproject.toml;
+# `make lock-upgrade` moves every pin to the newest allowed release.
+UV_VERSION := 0.13.9
+LOCK_FLAGS := pyproject.toml - --extra all --generate-hashes --python-version 3.11.14 \
+	--python-platform x86_64-manylinux_2_36 --custom-compile-command 'make lock' -o requirements.lock
+
+.PHONY: lock lock-upgrade
+
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet 'uv==$(UV_VERSION)'
+
+lock: $(BIN)/uv
+	printf 'setuptools>=69\n' | $(BIN)/uv pip compile --quiet $(LOCK_FLAGS)
+
+lock-upgrade: $(BIN)/uv
+	printf 'setuptools>=69\n' | $(BIN)/uv pip compile --quiet --upgrade $(LOCK_FLAGS)

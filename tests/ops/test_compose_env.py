@@ -1,0 +1,166 @@
+""".env and Compose (issue #16.3): an empty value is an unset one, `cp .env.example .env` never breaks the gateway
+(`make run` or Compose), and the gateway container's environment, rendered as Compose renders it from .env,
+is valid `Settings` in which every HINDSIGHT_* name means something. No Docker engine or Compose plugin is
+installed here, so Compose's interpolation is applied by tests/ops/deploy_support.py, after the compose-spec."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from ops.config import Settings
+from tests.ops.deploy_support import (
+    COMPOSE_ONLY_HINDSIGHT_VARIABLES,
+    ENV_EXAMPLE,
+    ComposeRefusal,
+    compose_interpolate,
+    gateway_container_environment,
+    ready_gateway,
+    services,
+    settings_from,
+    uncommented_example,
+)
+
+SECRET = "0123456789abcdef" * 4
+NO_SECRET = re.escape("set HINDSIGHT_JWT_SECRET in .env")  # the `:?` message in docker-compose.yml
+
+
+def _clear_hindsight_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in os.environ if n.startswith("HINDSIGHT_")]:
+        monkeypatch.delenv(name)
+
+
+def _every_field_empty() -> dict[str, str]:
+    return {f"HINDSIGHT_{name.upper()}": "" for name in Settings.model_fields}
+
+
+# -- empty means unset ------------------------------------------------------------------------------------------
+
+
+def test_an_empty_environment_variable_is_the_same_as_an_unset_one_for_every_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    unset = settings_from({}, monkeypatch)
+    assert settings_from(_every_field_empty(), monkeypatch) == unset
+
+
+def test_an_empty_line_in_a_dotenv_file_is_the_same_as_no_line_for_every_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _clear_hindsight_environment(monkeypatch)
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("".join(f"{name}=\n" for name in _every_field_empty()))
+    unset = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert Settings(_env_file=dotenv) == unset  # type: ignore[call-arg]
+
+
+def test_env_example_read_as_a_dotenv_file_gives_the_default_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear_hindsight_environment(monkeypatch)
+    from_example = Settings(_env_file=ENV_EXAMPLE)  # type: ignore[call-arg]
+    assert from_example == Settings(_env_file=None)  # type: ignore[call-arg]
+    assert from_example.jwt_secret is None  # so `hindsight serve` falls back to the dev secret
+
+
+def test_a_non_empty_value_in_the_dotenv_file_still_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear_hindsight_environment(monkeypatch)
+    dotenv = tmp_path / ".env"
+    dotenv.write_text(f"HINDSIGHT_JWT_SECRET={SECRET}\nHINDSIGHT_JWT_ISSUER=\nHINDSIGHT_PORT=9001\n")
+    settings = Settings(_env_file=dotenv)  # type: ignore[call-arg]
+    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == SECRET
+    assert settings.port == 9001
+    assert settings.jwt_issuer is None
+
+
+# -- `cp .env.example .env` then `make run` -------------------------------------------------------------------------
+
+
+def test_the_gateway_serves_from_a_directory_where_env_example_was_copied_to_dotenv(tmp_path: Path) -> None:
+    shutil.copy(ENV_EXAMPLE, tmp_path / ".env")
+    # what `make run` runs, in the directory holding the copied .env (ready_gateway waits for /readyz 200)
+    with ready_gateway([sys.executable, "-m", "gateway.cli", "serve", "--print-token"], cwd=tmp_path) as (_, output):
+        assert "Traceback" not in output
+        assert "dev token" in output
+    assert (tmp_path / "data").is_dir()  # the default data dir, relative to where it was started
+
+
+# -- Compose: env_file and the rendered environment -----------------------------------------------------------
+
+
+def test_the_gateway_reads_dotenv_as_an_optional_env_file() -> None:
+    assert services()["gateway"]["env_file"] == [{"path": ".env", "required": False}]
+
+
+def test_compose_refuses_to_start_from_env_example_until_the_secret_is_set() -> None:
+    with pytest.raises(ComposeRefusal, match=NO_SECRET):
+        gateway_container_environment(ENV_EXAMPLE.read_text())
+    with pytest.raises(ComposeRefusal, match=NO_SECRET):
+        gateway_container_environment(None)  # no .env at all: the optional env_file is skipped, the secret is not
+    rendered = gateway_container_environment(ENV_EXAMPLE.read_text().replace("JWT_SECRET=\n", f"JWT_SECRET={SECRET}\n"))
+    assert rendered["HINDSIGHT_JWT_SECRET"] == SECRET
+
+
+def test_every_hindsight_variable_compose_hands_the_gateway_is_a_setting_and_they_validate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rendered = gateway_container_environment(uncommented_example(SECRET))
+    hindsight = {name: value for name, value in rendered.items() if name.startswith("HINDSIGHT_")}
+    fields = {f"HINDSIGHT_{name.upper()}" for name in Settings.model_fields}
+    assert set(hindsight) - COMPOSE_ONLY_HINDSIGHT_VARIABLES <= fields, set(hindsight) - fields
+    assert not COMPOSE_ONLY_HINDSIGHT_VARIABLES & fields
+    settings = settings_from(hindsight, monkeypatch)
+    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == SECRET
+    assert (settings.host, settings.port, str(settings.data_dir)) == ("0.0.0.0", 8080, "/data")
+    assert settings.redis_url == "redis://redis:6379/0"
+    assert settings.qdrant_url == "http://qdrant:6333"
+    assert "gateway:*" in settings.allowed_hosts
+
+
+def test_a_setting_only_in_dotenv_reaches_the_gateway_and_environment_wins_over_dotenv(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    listed = set(services()["gateway"]["environment"])
+    assert "HINDSIGHT_MAX_TOP_K" not in listed and "HINDSIGHT_JWT_ISSUER" not in listed
+    dotenv = (
+        f"HINDSIGHT_JWT_SECRET={SECRET}\n"
+        "HINDSIGHT_JWT_ISSUER=https://auth.example.com\n"
+        "HINDSIGHT_MAX_TOP_K=50\n"
+        "HINDSIGHT_DATA_DIR=/somewhere/else\n"  # the wiring under `environment:` is not overridden by .env
+        "HINDSIGHT_REDIS_URL=redis://elsewhere:6379/0\n"
+    )
+    settings = settings_from(
+        {k: v for k, v in gateway_container_environment(dotenv).items() if k.startswith("HINDSIGHT_")}, monkeypatch
+    )
+    assert settings.jwt_issuer == "https://auth.example.com"
+    assert settings.max_top_k == 50
+    assert str(settings.data_dir) == "/data"
+    assert settings.redis_url == "redis://redis:6379/0"
+
+
+def test_an_empty_optional_line_in_dotenv_falls_back_to_the_compose_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    dotenv = f"HINDSIGHT_JWT_SECRET={SECRET}\nHINDSIGHT_LOG_LEVEL=\nHINDSIGHT_JWT_AUDIENCE=\nHINDSIGHT_LLM_URL=\n"
+    rendered = gateway_container_environment(dotenv)
+    assert rendered["HINDSIGHT_LOG_LEVEL"] == "info"  # ${HINDSIGHT_LOG_LEVEL:-info}
+    assert rendered["HINDSIGHT_LLM_URL"] == ""  # passed through by env_file, empty ...
+    settings = settings_from({k: v for k, v in rendered.items() if k.startswith("HINDSIGHT_")}, monkeypatch)
+    assert settings.llm_url is None  # ... and the gateway reads it as unset
+    assert settings.jwt_audience == "hindsight"
+
+
+def test_compose_interpolation_follows_the_compose_spec() -> None:
+    variables = {"SET": "x", "EMPTY": ""}
+    assert compose_interpolate("${SET:-d} ${EMPTY:-d} ${UNSET:-d}", variables) == "x d d"
+    assert compose_interpolate("${SET-d} ${EMPTY-d} ${UNSET-d}", variables) == "x  d"
+    assert compose_interpolate("${SET:+r} ${EMPTY:+r} ${EMPTY+r} ${UNSET+r}", variables) == "r  r "
+    assert compose_interpolate("$SET ${SET} $$SET ${UNSET}", variables) == "x x $SET "
+    assert compose_interpolate("${EMPTY?m}", variables) == ""
+    with pytest.raises(ComposeRefusal, match="needed"):
+        compose_interpolate("${EMPTY:?needed}", variables)
+    with pytest.raises(ComposeRefusal, match="needed"):
+        compose_interpolate("${UNSET?needed}", variables)
+    with pytest.raises(NotImplementedError):
+        compose_interpolate("${UNSET:-${SET}}", variables)
