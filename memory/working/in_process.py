@@ -124,6 +124,15 @@ class InProcessWorkingMemory:
             session.expires_at = self._clock.now() + timedelta(seconds=ttl_seconds)
             return self._view(key, session)
 
+    async def take(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
+        key = self._key(scope, namespace, session_id, write=True)
+        async with self._lock:
+            session = self._live(key)
+            if session is None:
+                return None
+            del self._sessions[key]
+            return self._view(key, session)
+
     async def ping(self) -> None:
         return None
 

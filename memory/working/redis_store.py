@@ -149,6 +149,18 @@ class RedisWorkingMemory:
             return None
         return self._view(namespace, session_id, fields)
 
+    async def take(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
+        key = self._key(scope, namespace, session_id, write=True)
+        with _redis_errors():
+            async with self._client.pipeline(transaction=True) as pipe:  # one key: atomic on a cluster too
+                pipe.hgetall(key)
+                pipe.delete(key)
+                raw, _ = await pipe.execute()
+        fields = _fields(raw)
+        if "exp" not in fields or int(fields["exp"]) <= _micros(self._clock.now()):
+            return None
+        return self._view(namespace, session_id, fields)
+
     async def append_turn(
         self,
         scope: NamespaceScope,

@@ -179,6 +179,39 @@ async def test_tenants_and_namespaces_never_share_a_session(
     }
 
 
+async def test_take_returns_the_whole_session_once_and_leaves_it_empty(
+    working: WorkingMemoryStore, me: NamespaceScope
+) -> None:
+    await working.append_turn(me, "user:1", "s1", turn(0), window=10, ttl_seconds=TTL)
+    await working.update_state(me, "user:1", "s1", {"goal": "plan the trip"}, merge=True, ttl_seconds=TTL)
+
+    taken = await working.take(me, "user:1", "s1")
+
+    assert taken is not None
+    assert (taken.turns, taken.state) == ([turn(0)], {"goal": "plan the trip"})
+    assert await working.get(me, "user:1", "s1") is None
+    assert await working.take(me, "user:1", "s1") is None
+
+
+async def test_take_of_an_expired_session_returns_none(
+    working: WorkingMemoryStore, me: NamespaceScope, clock: ManualClock
+) -> None:
+    await working.append_turn(me, "user:1", "s1", turn(0), window=10, ttl_seconds=60)
+    clock.advance(60)
+
+    assert await working.take(me, "user:1", "s1") is None
+
+
+async def test_take_needs_write_access(working: WorkingMemoryStore, acme: str) -> None:
+    writer = scope(acme, write=["shared:team"])
+    reader = scope(acme, read=["shared:team"])
+    await working.append_turn(writer, "shared:team", "s1", turn(0), window=10, ttl_seconds=TTL)
+
+    with pytest.raises(NamespaceForbidden):
+        await working.take(reader, "shared:team", "s1")
+    assert await working.get(reader, "shared:team", "s1") is not None
+
+
 async def test_a_read_only_grant_can_read_a_session_but_not_write_it(working: WorkingMemoryStore, acme: str) -> None:
     writer = scope(acme, write=["shared:team"])
     reader = scope(acme, read=["shared:team"])
