@@ -24,7 +24,7 @@ from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
 from gateway.eval_cli import eval_settings, in_process
 from memory.evaluation import locomo
-from memory.scoring import estimate_tokens
+from memory.tokens import count_tokens
 
 BEGIN = "<!-- bench:answer-size:begin -->"
 END = "<!-- bench:answer-size:end -->"
@@ -86,7 +86,7 @@ async def measure(quick: bool = False, workdir: Path | None = None) -> dict[str,
                             sizes[lang][BEFORE].append(len(before(answer)) / hits)
                 for budget in budgets:
                     text, _ = await recall(lang, query, {"token_budget": budget})
-                    budgets[budget].append(estimate_tokens(text))
+                    budgets[budget].append(count_tokens(text))
     return {"questions": len(asked), "sizes": sizes, "budgets": budgets, "load": load_average()}
 
 

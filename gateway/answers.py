@@ -86,9 +86,21 @@ class Hit(TypedDict):
 
 
 class RecallAnswer(TypedDict):
+    """Both formats of `recall_memory` in one object (an `outputSchema` must be one): `context` is there exactly
+    with `format: "context"` (then `omitted` always is, and `memories` holds exactly the memories it cites)."""
+
     memories: list[Hit]
     omitted: NotRequired[
         Annotated[int, Field(description="Hits left out to keep the whole answer within token_budget.")]
+    ]
+    context: NotRequired[
+        Annotated[
+            str,
+            Field(
+                description="format 'context': a prompt-ready text block: the session's state and recent turns "
+                "when session_id is given, then one line per memory: [id] day (namespace, when several) content."
+            ),
+        ]
     ]
 
 

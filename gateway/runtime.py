@@ -29,6 +29,7 @@ from memory.scoring import ScoringWeights, calibrated_shares
 from memory.service import MemoryService
 from memory.sessions import SessionService
 from memory.stores.edge import EdgeVectorStore
+from memory.tokens import encoding
 from memory.validation import EngineLimits
 from ops.config import Settings
 from tenancy.limits import IdempotencyStore, RateLimiter
@@ -168,6 +169,7 @@ async def open_runtime(
     clock = clock or SystemClock()
     supervisor = supervisor or Supervisor()
     embedder = raw_embedder = await open_embedder(settings)
+    await anyio.to_thread.run_sync(encoding)  # the budget tokenizer loads here (~0.2 s), not in the first recall
     store = await open_vector_store(settings, embedder)
     shared = shared_state(settings, clock)
     working, idempotency, limiter, close_shared = shared.working, shared.idempotency, shared.limiter, shared.close

@@ -9,7 +9,7 @@ from gateway.answers import Hit, RecallAnswer, Record, SessionAnswer, WriteExpla
 from gateway.errors import json_text
 from memory.linking import pipeline_notes
 from memory.models import Memory, RecallHit, WorkingMemory, WriteOutcome
-from memory.scoring import estimate_tokens
+from memory.tokens import count_tokens
 
 # The fields of an exported record (`memory_json`), and those of them that are times
 RECORD_FIELDS = frozenset(
@@ -88,18 +88,21 @@ def score_parts(hit: RecallHit) -> dict[str, Any]:
 
 
 def within_budget(hits: list[Hit], token_budget: int | None) -> RecallAnswer:
-    """The recall answer: the hits, best first, that keep the whole answer's JSON text within `token_budget` (by
-    `memory.scoring.estimate_tokens`), and how many were left out."""
+    """The recall answer of the hits, in their order, that keep the whole answer's JSON text within `token_budget`
+    (counted by `memory.tokens.count_tokens`), and how many were left out."""
     if token_budget is None:
         return {"memories": hits}
-    answer: RecallAnswer = {"memories": [], "omitted": 0}
-    spent = estimate_tokens(json_text(answer))
+    answer: RecallAnswer = {"memories": [], "omitted": len(hits)}
+    spent = count_tokens(json_text(answer))
     for hit in hits:
-        cost = estimate_tokens(json_text(hit)) + 1  # and its separator
+        cost = count_tokens(json_text(hit)) + 1  # and its separator
         if spent + cost <= token_budget:
             answer["memories"].append(hit)
             spent += cost
     answer["omitted"] = len(hits) - len(answer["memories"])
+    while answer["memories"] and count_tokens(json_text(answer)) > token_budget:  # BPE counts are not additive
+        answer["memories"].pop()
+        answer["omitted"] += 1
     return answer
 
 

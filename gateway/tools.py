@@ -16,6 +16,7 @@ from pydantic import Field
 
 from gateway.answers import (
     ChangedAnswer,
+    Hit,
     ListAnswer,
     RecallAnswer,
     SessionAnswer,
@@ -23,8 +24,10 @@ from gateway.answers import (
     WhoamiAnswer,
     WriteAnswer,
 )
-from gateway.serialize import hit_json, memory_json, session_json, within_budget, write_explanation
+from gateway.context_block import Order, context_answer, memories_answer, session_namespace
+from gateway.serialize import hit_json, memory_json, session_json, write_explanation
 from gateway.tool_support import current_call
+from memory.models import RecallHit
 from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest, WriteRequest
 from memory.validation import check_token_budget, parse_instant
 
@@ -119,11 +122,21 @@ def register_tools(server: MCPServer) -> None:
         top_k: Annotated[int | None, Field(description="How many memories to return (default 8).")] = None,
         kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories with any of these tags.")] = None,
-        session_id: Annotated[str | None, Field(description="Only memories from this session.")] = None,
+        session_id: Annotated[
+            str | None,
+            Field(
+                description="Only memories from this session; with format 'context' the block also starts with "
+                "its working memory (state, recent turns)."
+            ),
+        ] = None,
         since: Annotated[str | None, Field(description="Only memories created at or after this time.")] = None,
         until: Annotated[str | None, Field(description="Only memories created at or before this time.")] = None,
         token_budget: Annotated[
-            int | None, Field(description="Keep the whole answer within about this many tokens (best hits first).")
+            int | None,
+            Field(
+                description="Keep the whole answer within this many tokens (counted with OpenAI's cl100k_base), "
+                "leaving out whole memories."
+            ),
         ] = None,
         include_superseded: Annotated[
             bool, Field(description="Also return older memories that newer ones replaced (history).")
@@ -136,11 +149,28 @@ def register_tools(server: MCPServer) -> None:
             ),
         ] = "lean",
         explain: Annotated[bool, Field(description="Include the parts of each score.")] = False,
+        format: Annotated[
+            Literal["memories", "context"],
+            Field(
+                description="memories: the memories as JSON; context: also 'context', one prompt-ready text block "
+                "citing each memory as [id] with its date (and the session's working memory with session_id)."
+            ),
+        ] = "memories",
+        order: Annotated[
+            Order,
+            Field(
+                description="score: most relevant first; time: oldest first (how things developed); importance: "
+                "highest first (constraints first). A token_budget keeps the most important (importance) or the "
+                "most relevant (otherwise)."
+            ),
+        ] = "score",
     ) -> RecallAnswer:
         """Look up what you remember that is relevant to a question or task, before answering. Returns the best
-        matching memories, ranked by relevance, recency, importance and use. Call it whenever earlier
-        conversations, user preferences or past decisions might matter."""
+        matching memories, ranked by relevance, recency, importance and use; with format 'context', also as one
+        text block to put in your prompt. Call it whenever earlier conversations, user preferences or past
+        decisions might matter."""
         call = current_call()
+        budget = check_token_budget(token_budget)  # the budget is the whole answer's
         hits = await call.runtime.memories.recall(
             call.scope,
             RecallRequest(
@@ -156,8 +186,17 @@ def register_tools(server: MCPServer) -> None:
                 explain=explain,
             ),
         )
-        found = [hit_json(h, full=detail == "full", explain=explain) for h in hits]
-        return within_budget(found, check_token_budget(token_budget))  # the budget is the whole answer's
+
+        def wire(hit: RecallHit) -> Hit:
+            return hit_json(hit, full=detail == "full", explain=explain)
+
+        if format == "memories":
+            return memories_answer(hits, order, budget, wire)
+        session = None
+        if session_id is not None:
+            where = session_namespace(namespaces, call.scope.default_write_namespace)
+            session = await call.runtime.sessions.get(call.scope, session_id, where)
+        return context_answer(hits, order, budget, wire, session)
 
     @server.tool(annotations=WRITES)
     async def forget_memory(
