@@ -1,0 +1,214 @@
+"""The Lua scripts of `RedisEventStore` (memory/events/redis_store.py, which documents the key layout).
+
+Each script runs atomically on one slot: every key it touches is declared in KEYS and shares the tenant's hash
+tag. Numbers cross the Lua boundary as strings (Lua would print microsecond times with 14 digits), and strings
+are compared byte by byte (`after`), never with Lua's locale-dependent `<`.
+"""
+
+from __future__ import annotations
+
+# Byte order of two strings (Lua's `<` follows the server's locale).
+_AFTER = """
+local function after(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+"""
+# The score under which retention next looks at an ended session: its end, or its oldest event if older.
+_RETAIN = """
+local function retain(age, retain_key, member, ended)
+  local score = ended
+  local first = redis.call('ZRANGE', age, 0, 0, 'WITHSCORES')
+  if first[2] and (not score or tonumber(first[2]) < tonumber(score)) then score = first[2] end
+  if score then redis.call('ZADD', retain_key, score, member) else redis.call('ZREM', retain_key, member) end
+end
+"""
+# KEYS rec ev ids age calls task tasks n:all n:active n:ended idle retain. ARGV id body recorded type call-token
+# task-token session member own-result bound-result touch. Returns {id} for a new event, else {id, body, result}
+# of the stored event (a retry, or the call a result was bound to).
+APPEND = (
+    _AFTER
+    + """
+local rec, ev, ids, age, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local id, recorded, call, task, sid, member = ARGV[1], ARGV[3], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local function stored(eid) return {eid, redis.call('HGET', ev, eid), redis.call('HGET', ev, 'r:' .. eid)} end
+if redis.call('HEXISTS', ev, id) == 1 then return stored(id) end
+local prior = redis.call('HGET', ev, 'b:' .. id)
+if prior and redis.call('HEXISTS', ev, prior) == 1 then return stored(prior) end
+local target = false
+if ARGV[10] ~= '' and call ~= '' then
+  local cid = redis.call('HGET', calls, call)
+  if cid and redis.call('HEXISTS', ev, cid) == 1 and redis.call('HEXISTS', ev, 'r:' .. cid) == 0 then target = cid end
+end
+if target then
+  redis.call('HSET', ev, 'r:' .. target, ARGV[10], 'b:' .. id, target, 'rb:' .. target, id)
+else
+  redis.call('HSET', ev, id, ARGV[2])
+  if ARGV[9] ~= '' then redis.call('HSET', ev, 'r:' .. id, ARGV[9]) end
+  redis.call('ZADD', ids, 0, id)
+  redis.call('ZADD', age, recorded, id)
+  if task ~= '' then
+    redis.call('HSET', ev, 't:' .. id, task)
+    redis.call('ZADD', KEYS[6], 0, id)
+    redis.call('SADD', KEYS[7], task)
+  end
+  if ARGV[4] == 'tool_call' and call ~= '' then
+    redis.call('HSET', ev, 'c:' .. id, call)
+    local cur = redis.call('HGET', calls, call)
+    if not cur or redis.call('HEXISTS', ev, cur) == 0 or after(id, cur) then redis.call('HSET', calls, call, id) end
+  end
+end
+local status = redis.call('HGET', rec, 'status')
+if ARGV[11] == '1' then
+  if not status then
+    redis.call('HSET', rec, 'status', 'active', 'started', recorded, 'last', recorded, 'events', 0)
+    redis.call('ZADD', KEYS[8], 0, sid)
+  elseif status == 'ended' then
+    redis.call('HSET', rec, 'status', 'active')
+    redis.call('HDEL', rec, 'ended', 'reason')
+    redis.call('ZREM', KEYS[10], sid)
+    redis.call('ZREM', KEYS[12], member)
+  end
+  redis.call('ZADD', KEYS[9], 0, sid)
+  local last = redis.call('HGET', rec, 'last')
+  if tonumber(recorded) > tonumber(last) then
+    last = recorded
+    redis.call('HSET', rec, 'last', last)
+  end
+  if not target then redis.call('HINCRBY', rec, 'events', 1) end
+  redis.call('ZADD', KEYS[11], last, member)
+elseif status == 'ended' then
+  redis.call('ZADD', KEYS[12], 'LT', recorded, member)
+end
+if target then return stored(target) end
+return {id}
+"""
+)
+# Lifecycle scripts: KEYS rec n:all n:active n:ended idle retain age; ARGV session member ...
+START = """
+local rec, sid, member, at = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local status = redis.call('HGET', rec, 'status')
+if not status then
+  redis.call('HSET', rec, 'status', 'active', 'started', at, 'last', at, 'events', 0)
+  redis.call('ZADD', KEYS[2], 0, sid)
+elseif status == 'ended' then
+  redis.call('HSET', rec, 'status', 'active')
+  redis.call('HDEL', rec, 'ended', 'reason')
+  redis.call('ZREM', KEYS[4], sid)
+  redis.call('ZREM', KEYS[6], member)
+end
+if ARGV[4] == '1' then redis.call('HSET', rec, 'goal', ARGV[5]) end
+local last = redis.call('HGET', rec, 'last')
+if tonumber(at) > tonumber(last) then
+  last = at
+  redis.call('HSET', rec, 'last', last)
+end
+redis.call('ZADD', KEYS[3], 0, sid)
+redis.call('ZADD', KEYS[5], last, member)
+return redis.call('HGETALL', rec)
+"""
+END = (
+    _RETAIN
+    + """
+if redis.call('HGET', KEYS[1], 'status') ~= 'active' then return false end
+redis.call('HSET', KEYS[1], 'status', 'ended', 'ended', ARGV[3], 'reason', ARGV[4])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'archive', ARGV[5]) end
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[4], 0, ARGV[1])
+redis.call('ZREM', KEYS[5], ARGV[2])
+retain(KEYS[7], KEYS[6], ARGV[2], ARGV[3])
+return redis.call('HGETALL', KEYS[1])
+"""
+)
+PUT = (
+    _RETAIN
+    + """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+if ARGV[3] == 'active' then
+  redis.call('ZADD', KEYS[3], 0, ARGV[1])
+  redis.call('ZADD', KEYS[5], ARGV[4], ARGV[2])
+else
+  redis.call('ZADD', KEYS[4], 0, ARGV[1])
+  retain(KEYS[7], KEYS[6], ARGV[2], ARGV[5])
+end
+return 1
+"""
+)
+MARK = (
+    _AFTER
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local cur = redis.call('HGET', KEYS[1], 'through')
+if not cur or after(ARGV[1], cur) then redis.call('HSET', KEYS[1], 'through', ARGV[1]) end
+return 1
+"""
+)
+RECORDS = """
+local out = {}
+for i, key in ipairs(KEYS) do out[i] = redis.call('HGETALL', key) end
+return out
+"""
+# Whole-session scripts: KEYS rec ev ids age calls tasks n:all n:active n:ended idle retain task-keys...; ARGV
+# session member before task-tokens... (one per task key). -1: the session has a task the caller did not name.
+_TASKS = """
+local given = {}
+for i = 4, #ARGV do given[ARGV[i]] = KEYS[i + 8] end
+for _, q in ipairs(redis.call('SMEMBERS', KEYS[6])) do if not given[q] then return -1 end end
+"""
+DROP = (
+    _TASKS
+    + """
+local events, had = redis.call('ZCARD', KEYS[3]), redis.call('EXISTS', KEYS[1])
+for i = 1, 6 do redis.call('DEL', KEYS[i]) end
+for i = 12, #KEYS do redis.call('DEL', KEYS[i]) end
+for i = 7, 9 do redis.call('ZREM', KEYS[i], ARGV[1]) end
+redis.call('ZREM', KEYS[10], ARGV[2])
+redis.call('ZREM', KEYS[11], ARGV[2])
+return {events, had}
+"""
+)
+TRIM = (
+    _TASKS
+    + _RETAIN
+    + """
+local ev = KEYS[2]
+if redis.call('HGET', KEYS[1], 'status') ~= 'ended' then
+  redis.call('ZREM', KEYS[11], ARGV[2])
+  return {0, 0}
+end
+local old = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[3], 'LIMIT', 0, 500)
+for _, id in ipairs(old) do
+  local q = redis.call('HGET', ev, 't:' .. id)
+  if q and given[q] then redis.call('ZREM', given[q], id) end
+  local c = redis.call('HGET', ev, 'c:' .. id)
+  if c and redis.call('HGET', KEYS[5], c) == id then redis.call('HDEL', KEYS[5], c) end
+  local rb = redis.call('HGET', ev, 'rb:' .. id)
+  if rb then redis.call('HDEL', ev, 'b:' .. rb) end
+  redis.call('HDEL', ev, id, 'r:' .. id, 't:' .. id, 'c:' .. id, 'rb:' .. id)
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('ZREM', KEYS[4], id)
+end
+for q, key in pairs(given) do
+  if redis.call('EXISTS', key) == 0 then redis.call('SREM', KEYS[6], q) end
+end
+local ended = redis.call('HGET', KEYS[1], 'ended')
+if ended and tonumber(ended) < tonumber(ARGV[3]) then
+  redis.call('HDEL', KEYS[1], 'archive')
+  if redis.call('ZCARD', KEYS[3]) == 0 then
+    for i = 1, 6 do redis.call('DEL', KEYS[i]) end
+    redis.call('ZREM', KEYS[7], ARGV[1])
+    redis.call('ZREM', KEYS[9], ARGV[1])
+    redis.call('ZREM', KEYS[11], ARGV[2])
+    return {#old, 1}
+  end
+  ended = false
+end
+retain(KEYS[4], KEYS[11], ARGV[2], ended)
+return {#old, 0}
+"""
+)

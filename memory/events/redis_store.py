@@ -1,0 +1,381 @@
+"""`RedisEventStore`: the server-mode `EventStore`, on a single Redis or a Redis Cluster.
+
+It owns the key layout and the Lua scripts of the event store. Every key of a tenant starts `hs:{tenant}:ev:`:
+`{tenant}` is the Redis Cluster hash tag (as in `memory/working/redis_store.py`), so every script runs on one
+slot with all its keys declared. Namespaces, session ids and task ids are percent-encoded, so no value can spell
+another's key. With `S = hs:{T}:ev:s:<ns>:<session>`, `N = hs:{T}:ev:n:<ns>`:
+
+- `S:rec` hash, the session record: status, goal, started, last, ended (microseconds), events, through
+  (extracted_through), archive (JSON), reason.
+- `S:ev` hash: `<id>` the event's JSON; `r:<id>` the result bound to a call; `t:<id>` its task token; `c:<id>` a
+  call's call token; `b:<result id>` the call a result was bound to and `rb:<call id>` the reverse (retries).
+- `S:ids` zset (score 0, lexical = id order), `S:age` zset (score = recorded_at), `S:task:<token>` zset per task,
+  `S:tasks` set of task tokens, `S:calls` hash call token -> the highest tool_call id with that call id.
+- `N:all`, `N:active`, `N:ended` zsets of session ids (score 0: session id order) for listings.
+- `hs:{T}:ev:idle` zset of active sessions by last_event_at (the sweep); `hs:{T}:ev:retain` zset of ended
+  sessions by the earliest time retention may touch them. `hs:ev:tenants` (no tag) is the set of tenants.
+
+Appends, binding, start, end, import and retention are Lua scripts, each atomic. Every Redis failure is raised as
+`BackendUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+import redis.asyncio
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
+
+from memory.errors import BackendUnavailable, NamespaceForbidden
+from memory.events import redis_scripts
+from memory.events.model import (
+    Event,
+    EventCounts,
+    SessionExport,
+    SessionRecord,
+    SessionStatus,
+    check_event,
+    check_event_id,
+    check_limit,
+    decode_event,
+    dump_json,
+    encode_event,
+    encode_result,
+    from_micros,
+    micros,
+    result_of,
+)
+from memory.events.store import check_access, check_import, export_pages
+from memory.scope import NamespaceScope, validate_namespace
+
+_TENANTS = "hs:ev:tenants"
+_BATCH = 100
+_ATTEMPTS = 20
+_TENANT_REFRESH_SECONDS = 60.0  # how often a process re-adds a tenant it writes for to the tenants set
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _token(value: str | None) -> str:
+    """A task or call id as stored in keys and fields: '' for none, else '=' + the percent-encoded value."""
+    return "" if value is None else "=" + quote(value, safe="")
+
+
+@contextmanager
+def _redis_errors() -> Iterator[None]:
+    """Turn any failure of the Redis client into `BackendUnavailable` (the caller may retry)."""
+    try:
+        yield
+    except (RedisError, RedisClusterException, OSError) as exc:
+        raise BackendUnavailable(f"event store (redis) unavailable: {type(exc).__name__}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _Keys:
+    """The keys of one session (and of its namespace and tenant)."""
+
+    tenant: str
+    namespace: str
+    session_id: str
+
+    @property
+    def tag(self) -> str:
+        return f"hs:{{{self.tenant}}}:ev"
+
+    def s(self, suffix: str) -> str:
+        return f"{self.tag}:s:{quote(self.namespace, safe='')}:{quote(self.session_id, safe='')}:{suffix}"
+
+    def n(self, suffix: str) -> str:
+        return f"{self.tag}:n:{quote(self.namespace, safe='')}:{suffix}"
+
+    @property
+    def member(self) -> str:
+        return json.dumps([self.namespace, self.session_id])
+
+    def lifecycle(self) -> list[str]:
+        """rec, n:all, n:active, n:ended, idle, retain, age: the keys of the lifecycle scripts."""
+        names = [self.n("all"), self.n("active"), self.n("ended"), f"{self.tag}:idle", f"{self.tag}:retain"]
+        return [self.s("rec"), *names, self.s("age")]
+
+    def whole(self, tasks: Sequence[str]) -> list[str]:
+        own = [self.s(k) for k in ("rec", "ev", "ids", "age", "calls", "tasks")]
+        tag = self.tag
+        names = [self.n("all"), self.n("active"), self.n("ended"), f"{tag}:idle", f"{tag}:retain"]
+        return own + names + [self.s(f"task:{t}") for t in tasks]
+
+
+def _record(namespace: str, session_id: str, raw: Any) -> SessionRecord | None:
+    if isinstance(raw, dict):
+        fields = {_text(k): _text(v) for k, v in raw.items()}
+    else:
+        items = list(raw)
+        fields = {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items), 2)}
+    if "status" not in fields:
+        return None
+    return SessionRecord(
+        namespace=namespace,
+        session_id=session_id,
+        status="ended" if fields["status"] == "ended" else "active",
+        goal=fields.get("goal"),
+        started_at=from_micros(fields["started"]),
+        last_event_at=from_micros(fields["last"]),
+        ended_at=from_micros(fields["ended"]) if "ended" in fields else None,
+        events=int(fields["events"]),
+        extracted_through=fields.get("through"),
+        archive=json.loads(fields["archive"]) if "archive" in fields else None,
+        end_reason=fields.get("reason"),
+    )
+
+
+class RedisEventStore:
+    """`EventStore` on Redis; see the module docstring."""
+
+    def __init__(self, client: redis.asyncio.Redis | RedisCluster) -> None:
+        self._client = client
+        self._tenant_noted: dict[str, float] = {}
+        self._append = client.register_script(redis_scripts.APPEND)
+        self._start = client.register_script(redis_scripts.START)
+        self._end = client.register_script(redis_scripts.END)
+        self._put = client.register_script(redis_scripts.PUT)
+        self._mark = client.register_script(redis_scripts.MARK)
+        self._records = client.register_script(redis_scripts.RECORDS)
+        self._drop = client.register_script(redis_scripts.DROP)
+        self._trim = client.register_script(redis_scripts.TRIM)
+
+    @staticmethod
+    def _keys(scope: NamespaceScope, namespace: str, session_id: str, write: bool) -> _Keys:
+        return _Keys(scope.tenant, *check_access(scope, namespace, session_id, write=write))
+
+    async def _note_tenant(self, tenant: str) -> None:
+        """Add the tenant to the tenants set before writing a session of it; again every minute, so a set lost
+        with a Redis node (it lives on another slot than the tenant's keys) is rebuilt by the next writes."""
+        now = time.monotonic()
+        if now - self._tenant_noted.get(tenant, -_TENANT_REFRESH_SECONDS) >= _TENANT_REFRESH_SECONDS:
+            with _redis_errors():
+                await self._client.sadd(_TENANTS, tenant)
+            self._tenant_noted[tenant] = now
+
+    async def _store(self, keys: _Keys, event: Event, *, bind: bool, touch: bool) -> list[Any]:
+        bound = ""
+        if bind and event.type == "tool_result" and event.call_id is not None:
+            bound = encode_result(event.content, event.occurred_at, event.metadata)
+        task = _token(event.task_id)
+        names = [keys.s(k) for k in ("rec", "ev", "ids", "age", "calls")]
+        names += [keys.s(f"task:{task}" if task else "ids"), keys.s("tasks"), *keys.lifecycle()[1:6]]
+        args: list[str | int] = [event.id, encode_event(event), micros(event.recorded_at), event.type]
+        args += [_token(event.call_id), task]
+        args += [keys.session_id, keys.member, result_of(event) or "", bound, "1" if touch else "0"]
+        with _redis_errors():
+            return list(await self._append(keys=names, args=args))
+
+    async def append(self, scope: NamespaceScope, event: Event) -> Event:
+        check_event(event)
+        keys = self._keys(scope, event.namespace, event.session_id, write=True)
+        await self._note_tenant(scope.tenant)
+        reply = await self._store(keys, event, bind=True, touch=True)
+        if len(reply) == 1:
+            return event
+        return decode_event(keys.namespace, keys.session_id, reply[1], reply[2] if len(reply) > 2 else None)
+
+    async def events(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        session_id: str,
+        *,
+        task_id: str | None = None,
+        after: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        keys = self._keys(scope, namespace, session_id, write=False)
+        index = keys.s("ids") if task_id is None else keys.s(f"task:{_token(task_id)}")
+        start, count = f"({after}" if after else "-", check_limit(limit)
+        with _redis_errors():
+            ids = [_text(i) for i in await self._client.zrangebylex(index, start, "+", 0, count)]
+            if not ids:
+                return []
+            raw = await self._client.hmget(keys.s("ev"), [f for i in ids for f in (i, f"r:{i}")])
+        pairs = zip(raw[0::2], raw[1::2], strict=True)
+        return [decode_event(namespace, session_id, body, result) for body, result in pairs if body is not None]
+
+    async def session(self, scope: NamespaceScope, namespace: str, session_id: str) -> SessionRecord | None:
+        keys = self._keys(scope, namespace, session_id, write=False)
+        with _redis_errors():
+            raw = await self._client.hgetall(keys.s("rec"))
+        return _record(namespace, session_id, raw)
+
+    async def _read(self, pairs: Sequence[tuple[str, str]], tenant: str) -> list[SessionRecord]:
+        if not pairs:
+            return []
+        with _redis_errors():
+            raws = await self._records(keys=[_Keys(tenant, ns, sid).s("rec") for ns, sid in pairs])
+        records = [_record(ns, sid, raw) for (ns, sid), raw in zip(pairs, raws, strict=True)]
+        return [r for r in records if r is not None]
+
+    async def sessions(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        *,
+        status: SessionStatus | None = None,
+        after: str | None = None,
+        limit: int = 100,
+    ) -> list[SessionRecord]:
+        keys = self._keys(scope, namespace, "-", write=False)
+        index = keys.n(status or "all")
+        with _redis_errors():
+            found = await self._client.zrangebylex(index, f"({after}" if after else "-", "+", 0, check_limit(limit))
+        return await self._read([(namespace, _text(sid)) for sid in found], scope.tenant)
+
+    async def start_session(
+        self, scope: NamespaceScope, namespace: str, session_id: str, goal: str | None, at: datetime
+    ) -> SessionRecord:
+        keys = self._keys(scope, namespace, session_id, write=True)
+        await self._note_tenant(scope.tenant)
+        args: list[str | int] = [session_id, keys.member, micros(at), "0" if goal is None else "1", goal or ""]
+        with _redis_errors():
+            raw = await self._start(keys=keys.lifecycle(), args=args)
+        record = _record(namespace, session_id, raw)
+        assert record is not None
+        return record
+
+    async def mark_extracted(
+        self, scope: NamespaceScope, namespace: str, session_id: str, through_event_id: str
+    ) -> None:
+        keys = self._keys(scope, namespace, session_id, write=True)
+        with _redis_errors():
+            await self._mark(keys=[keys.s("rec")], args=[check_event_id(through_event_id)])
+
+    async def end_session(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        session_id: str,
+        at: datetime,
+        reason: str,
+        archive: dict[str, Any] | None,
+    ) -> SessionRecord | None:
+        keys = self._keys(scope, namespace, session_id, write=True)
+        encoded = "" if archive is None else dump_json(archive, "archive")
+        with _redis_errors():
+            raw = await self._end(keys=keys.lifecycle(), args=[session_id, keys.member, micros(at), reason, encoded])
+        return None if raw is None else _record(namespace, session_id, raw)
+
+    async def idle_sessions(self, scope: NamespaceScope, idle_before: datetime, limit: int) -> list[SessionRecord]:
+        if not scope.admin:
+            raise NamespaceForbidden("listing a tenant's idle sessions needs an admin scope")
+        before = micros(idle_before)
+        idle = _Keys(scope.tenant, "-", "-").tag + ":idle"
+        with _redis_errors():
+            found = await self._client.zrangebyscore(idle, "-inf", f"({before}", 0, check_limit(limit))
+        pairs = [tuple(json.loads(_text(member))) for member in found]
+        records = await self._read([(ns, sid) for ns, sid in pairs], scope.tenant)
+        return [r for r in records if r.status == "active" and micros(r.last_event_at) < before]
+
+    async def tenants(self) -> list[str]:
+        with _redis_errors():
+            found = await self._client.smembers(_TENANTS)
+        return sorted(_text(t) for t in found)
+
+    async def _whole(self, script: Any, keys: _Keys, before: int | None) -> list[int]:
+        """Run a whole-session script with every task key of the session declared (re-read if one appears)."""
+        for _ in range(_ATTEMPTS):
+            with _redis_errors():
+                tasks = sorted(_text(t) for t in await self._client.smembers(keys.s("tasks")))
+                reply = await script(
+                    keys=keys.whole(tasks),
+                    args=[keys.session_id, keys.member, "" if before is None else before, *tasks],
+                )
+            if reply != -1:
+                return [int(x) for x in reply]
+        raise BackendUnavailable("event store (redis): too many concurrent changes of one session")
+
+    async def purge(self, scope: NamespaceScope, namespace: str) -> EventCounts:
+        if not scope.admin:
+            raise NamespaceForbidden("purging a namespace needs an admin scope")
+        index = _Keys(scope.tenant, validate_namespace(namespace), "-").n("all")
+        removed = EventCounts()
+        while True:
+            with _redis_errors():
+                found = await self._client.zrange(index, 0, _BATCH - 1)
+            if not found:
+                return removed
+            for sid in found:
+                events, had = await self._whole(self._drop, _Keys(scope.tenant, namespace, _text(sid)), None)
+                removed += EventCounts(events, had)
+
+    def export(self, scope: NamespaceScope, namespace: str) -> AsyncIterator[SessionExport]:
+        return export_pages(self, scope, namespace)
+
+    async def import_(
+        self, scope: NamespaceScope, events: Sequence[Event], sessions: Sequence[SessionRecord]
+    ) -> EventCounts:
+        check_import(scope, events, sessions)
+        await self._note_tenant(scope.tenant)
+        given = {(record.namespace, record.session_id) for record in sessions}
+        touched: set[tuple[str, str]] = set()
+        for pair in {(e.namespace, e.session_id) for e in events} - given:
+            with _redis_errors():
+                if not await self._client.exists(_Keys(scope.tenant, *pair).s("rec")):
+                    touched.add(pair)
+        new_sessions = 0
+        for record in sessions:
+            keys = _Keys(scope.tenant, record.namespace, record.session_id)
+            with _redis_errors():
+                new_sessions += int(await self._put(keys=keys.lifecycle(), args=_put_args(keys, record)))
+        new_events = 0
+        for event in events:
+            keys = _Keys(scope.tenant, event.namespace, event.session_id)
+            touch = (event.namespace, event.session_id) in touched
+            new_events += len(await self._store(keys, event, bind=False, touch=touch)) == 1
+        return EventCounts(new_events, new_sessions)
+
+    async def expire(self, before: datetime) -> EventCounts:
+        cutoff = micros(before)
+        dropped = EventCounts()
+        for tenant in await self.tenants():
+            retain = _Keys(tenant, "-", "-").tag + ":retain"
+            while True:
+                with _redis_errors():
+                    found = await self._client.zrangebyscore(retain, "-inf", f"({cutoff}", 0, _BATCH)
+                if not found:
+                    break
+                for member in found:
+                    namespace, session_id = json.loads(_text(member))
+                    events, sessions = await self._whole(self._trim, _Keys(tenant, namespace, session_id), cutoff)
+                    dropped += EventCounts(events, sessions)
+        return dropped
+
+    async def ping(self) -> None:
+        with _redis_errors():
+            await self._client.ping()
+
+    async def close(self) -> None:
+        with _redis_errors():
+            await self._client.aclose()
+
+
+def _put_args(keys: _Keys, record: SessionRecord) -> list[str | int]:
+    ended = "" if record.ended_at is None else str(micros(record.ended_at))
+    last = micros(record.last_event_at)
+    fields: list[str | int] = ["status", record.status, "started", micros(record.started_at), "last", last]
+    fields += ["events", record.events]
+    optional = {
+        "goal": record.goal,
+        "ended": ended or None,
+        "through": record.extracted_through,
+        "archive": None if record.archive is None else dump_json(record.archive, "archive"),
+        "reason": record.end_reason,
+    }
+    fields += [item for name, value in optional.items() if value is not None for item in (name, value)]
+    return [keys.session_id, keys.member, record.status, last, ended, *fields]

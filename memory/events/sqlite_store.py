@@ -1,0 +1,429 @@
+"""`SqliteEventStore`: the embedded `EventStore`, one sqlite file (e.g. `<data_dir>/events.sqlite3`).
+
+It owns the schema and every SQL statement of the event store. One connection, opened in WAL mode with
+`synchronous=FULL` (a committed append survives a process kill and a power cut), is used by one thread at a time
+under a lock; every call runs off the event loop through `anyio.to_thread`. Each write is one `BEGIN IMMEDIATE`
+transaction, so an append and its session touch, or an end and its check that the session was active, are
+atomic. Every sqlite error (locked past the busy timeout, disk full, I/O) is raised as `BackendUnavailable`.
+
+Schema (rows carry the tenant of the caller's scope, never a tenant the caller spells):
+
+- `events`: one row per stored event: the key columns (tenant, namespace, session_id, id), the columns queries
+  filter on (task_id, type, call_id, recorded_us), `body` (the event's JSON, `model.encode_event`), `result` (the
+  bound tool result's JSON) and `result_id` (the id of the tool_result that was bound, so its retry finds it).
+- `sessions`: one row per session record; times as integer microseconds, `archive` as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import anyio.to_thread
+
+from memory.errors import BackendUnavailable, NamespaceForbidden
+from memory.events.model import (
+    Event,
+    EventCounts,
+    SessionExport,
+    SessionRecord,
+    SessionStatus,
+    check_event,
+    check_event_id,
+    check_limit,
+    decode_event,
+    dump_json,
+    encode_event,
+    encode_result,
+    from_micros,
+    micros,
+    result_of,
+)
+from memory.events.store import check_access, check_import, export_pages
+from memory.scope import NamespaceScope, validate_namespace
+
+T = TypeVar("T")
+_EXPIRE_BATCH = 1000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    tenant TEXT NOT NULL, namespace TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL,
+    task_id TEXT, type TEXT NOT NULL, call_id TEXT, recorded_us INTEGER NOT NULL,
+    body TEXT NOT NULL, result TEXT, result_id TEXT,
+    UNIQUE (tenant, namespace, session_id, id)
+);
+CREATE INDEX IF NOT EXISTS events_by_task ON events (tenant, namespace, session_id, task_id, id);
+CREATE INDEX IF NOT EXISTS events_by_call ON events (tenant, namespace, session_id, call_id, id)
+    WHERE type = 'tool_call';
+CREATE INDEX IF NOT EXISTS events_by_result ON events (tenant, namespace, session_id, result_id)
+    WHERE result_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_age ON events (recorded_us);
+CREATE TABLE IF NOT EXISTS sessions (
+    tenant TEXT NOT NULL, namespace TEXT NOT NULL, session_id TEXT NOT NULL,
+    status TEXT NOT NULL, goal TEXT, started_us INTEGER NOT NULL, last_event_us INTEGER NOT NULL,
+    ended_us INTEGER, events INTEGER NOT NULL, extracted_through TEXT, archive TEXT, end_reason TEXT,
+    PRIMARY KEY (tenant, namespace, session_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (tenant, namespace, status, session_id);
+CREATE INDEX IF NOT EXISTS sessions_by_idle ON sessions (tenant, status, last_event_us);
+CREATE INDEX IF NOT EXISTS sessions_by_end ON sessions (status, ended_us);
+PRAGMA user_version = 1;
+"""
+
+_SESSION_COLUMNS = (
+    "namespace, session_id, status, goal, started_us, last_event_us, ended_us, events, extracted_through, archive,"
+    " end_reason"
+)
+_KEY = "tenant = ? AND namespace = ? AND session_id = ?"
+# Create the record (active) or touch it: active again, last_event_at moves forward, `events` counts up.
+_TOUCH = """
+INSERT INTO sessions (tenant, namespace, session_id, status, started_us, last_event_us, events)
+VALUES (?, ?, ?, 'active', ?, ?, ?)
+ON CONFLICT DO UPDATE SET status = 'active', ended_us = NULL, end_reason = NULL,
+    last_event_us = MAX(last_event_us, excluded.last_event_us), events = events + excluded.events
+"""
+_INSERT_EVENT = """
+INSERT OR IGNORE INTO events (tenant, namespace, session_id, id, task_id, type, call_id, recorded_us, body, result)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+Key = tuple[str, str, str]
+
+
+def _session(row: Sequence[Any]) -> SessionRecord:
+    return SessionRecord(
+        namespace=row[0],
+        session_id=row[1],
+        status=row[2],
+        goal=row[3],
+        started_at=from_micros(row[4]),
+        last_event_at=from_micros(row[5]),
+        ended_at=None if row[6] is None else from_micros(row[6]),
+        events=row[7],
+        extracted_through=row[8],
+        archive=None if row[9] is None else json.loads(row[9]),
+        end_reason=row[10],
+    )
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _insert_event(conn: sqlite3.Connection, tenant: str, event: Event) -> bool:
+    row = (tenant, event.namespace, event.session_id, event.id, event.task_id, event.type, event.call_id)
+    stored = conn.execute(
+        _INSERT_EVENT, (*row, micros(event.recorded_at), encode_event(event), result_of(event))
+    ).rowcount
+    return stored == 1
+
+
+def _find(conn: sqlite3.Connection, key: Key, where: str, value: str) -> Event | None:
+    found = conn.execute(f"SELECT body, result FROM events WHERE {_KEY} AND {where} = ?", (*key, value)).fetchone()
+    return None if found is None else decode_event(key[1], key[2], found[0], found[1])
+
+
+class SqliteEventStore:
+    """`EventStore` on a sqlite file; see the module docstring."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._conn: sqlite3.Connection | None = connection
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        busy_timeout_seconds: float = 5.0,
+        synchronous: Literal["FULL", "NORMAL"] = "FULL",
+    ) -> SqliteEventStore:
+        """Open (creating it and its directory if needed) the store at `path`."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_seconds)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise BackendUnavailable(f"event store (sqlite) unavailable: {type(exc).__name__}: {exc}") from exc
+        return cls(conn)
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if self._conn is None:
+                raise BackendUnavailable("event store (sqlite) is closed")
+            try:
+                return work(self._conn)
+            except sqlite3.Error as exc:
+                raise BackendUnavailable(f"event store (sqlite) unavailable: {type(exc).__name__}: {exc}") from exc
+
+    async def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await anyio.to_thread.run_sync(self._run, work)
+
+    @staticmethod
+    def _key(scope: NamespaceScope, namespace: str, session_id: str, write: bool) -> Key:
+        return (scope.tenant, *check_access(scope, namespace, session_id, write=write))
+
+    async def append(self, scope: NamespaceScope, event: Event) -> Event:
+        check_event(event)
+        key = self._key(scope, event.namespace, event.session_id, write=True)
+        encode_event(event)  # refuse what cannot be stored before taking the connection
+        binds = event.type == "tool_result" and event.call_id is not None
+        bound = encode_result(event.content, event.occurred_at, event.metadata) if binds else None
+
+        def work(conn: sqlite3.Connection) -> Event:
+            with _transaction(conn):
+                prior = _find(conn, key, "id", event.id) or _find(conn, key, "result_id", event.id)
+                if prior is not None:
+                    return prior  # a retry: the stored event, unchanged
+                call = None
+                if binds:
+                    call = conn.execute(
+                        f"SELECT id, result FROM events WHERE {_KEY} AND type = 'tool_call' AND call_id = ?"
+                        " ORDER BY id DESC LIMIT 1",
+                        (*key, event.call_id),
+                    ).fetchone()
+                recorded = micros(event.recorded_at)
+                if call is not None and call[1] is None:
+                    conn.execute(
+                        f"UPDATE events SET result = ?, result_id = ? WHERE {_KEY} AND id = ?",
+                        (bound, event.id, *key, call[0]),
+                    )
+                    conn.execute(_TOUCH, (*key, recorded, recorded, 0))
+                    stored = _find(conn, key, "id", call[0])
+                    assert stored is not None
+                    return stored
+                _insert_event(conn, key[0], event)
+                conn.execute(_TOUCH, (*key, recorded, recorded, 1))
+                return event
+
+        return await self._call(work)
+
+    async def events(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        session_id: str,
+        *,
+        task_id: str | None = None,
+        after: str | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        key = self._key(scope, namespace, session_id, write=False)
+        task = "" if task_id is None else " AND task_id = ?"
+        args = (*key, *(() if task_id is None else (task_id,)), after or "", check_limit(limit))
+        query = f"SELECT body, result FROM events WHERE {_KEY}{task} AND id > ? ORDER BY id LIMIT ?"
+        rows = await self._call(lambda conn: conn.execute(query, args).fetchall())
+        return [decode_event(namespace, session_id, body, result) for body, result in rows]
+
+    async def session(self, scope: NamespaceScope, namespace: str, session_id: str) -> SessionRecord | None:
+        key = self._key(scope, namespace, session_id, write=False)
+        return await self._call(lambda conn: self._record(conn, key))
+
+    @staticmethod
+    def _record(conn: sqlite3.Connection, key: Key) -> SessionRecord | None:
+        row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {_KEY}", key).fetchone()
+        return None if row is None else _session(row)
+
+    async def sessions(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        *,
+        status: SessionStatus | None = None,
+        after: str | None = None,
+        limit: int = 100,
+    ) -> list[SessionRecord]:
+        tenant, namespace, _ = self._key(scope, namespace, "-", write=False)
+        where = "" if status is None else " AND status = ?"
+        args = (tenant, namespace, *(() if status is None else (status,)), after or "", check_limit(limit))
+        query = (
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE tenant = ? AND namespace = ?{where}"
+            " AND session_id > ? ORDER BY session_id LIMIT ?"
+        )
+        rows = await self._call(lambda conn: conn.execute(query, args).fetchall())
+        return [_session(row) for row in rows]
+
+    async def start_session(
+        self, scope: NamespaceScope, namespace: str, session_id: str, goal: str | None, at: datetime
+    ) -> SessionRecord:
+        key = self._key(scope, namespace, session_id, write=True)
+        moment = micros(at)
+
+        def work(conn: sqlite3.Connection) -> SessionRecord:
+            with _transaction(conn):
+                conn.execute(
+                    "INSERT INTO sessions (tenant, namespace, session_id, status, goal, started_us, last_event_us,"
+                    " events) VALUES (?, ?, ?, 'active', ?, ?, ?, 0) ON CONFLICT DO UPDATE SET status = 'active',"
+                    " ended_us = NULL, end_reason = NULL, goal = COALESCE(excluded.goal, goal),"
+                    " last_event_us = MAX(last_event_us, excluded.last_event_us)",
+                    (*key, goal, moment, moment),
+                )
+                record = self._record(conn, key)
+            assert record is not None
+            return record
+
+        return await self._call(work)
+
+    async def mark_extracted(
+        self, scope: NamespaceScope, namespace: str, session_id: str, through_event_id: str
+    ) -> None:
+        key = self._key(scope, namespace, session_id, write=True)
+        query = (
+            f"UPDATE sessions SET extracted_through = ? WHERE {_KEY}"
+            " AND (extracted_through IS NULL OR extracted_through < ?)"
+        )
+        through = check_event_id(through_event_id)
+        await self._call(lambda conn: conn.execute(query, (through, *key, through)))
+
+    async def end_session(
+        self,
+        scope: NamespaceScope,
+        namespace: str,
+        session_id: str,
+        at: datetime,
+        reason: str,
+        archive: dict[str, Any] | None,
+    ) -> SessionRecord | None:
+        key = self._key(scope, namespace, session_id, write=True)
+        values = (micros(at), reason, None if archive is None else dump_json(archive, "archive"))
+
+        def work(conn: sqlite3.Connection) -> SessionRecord | None:
+            with _transaction(conn):
+                ended = conn.execute(
+                    "UPDATE sessions SET status = 'ended', ended_us = ?, end_reason = ?,"
+                    f" archive = COALESCE(?, archive) WHERE {_KEY} AND status = 'active'",
+                    (*values, *key),
+                ).rowcount
+                return self._record(conn, key) if ended == 1 else None
+
+        return await self._call(work)
+
+    async def idle_sessions(self, scope: NamespaceScope, idle_before: datetime, limit: int) -> list[SessionRecord]:
+        if not scope.admin:
+            raise NamespaceForbidden("listing a tenant's idle sessions needs an admin scope")
+        query = (
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE tenant = ? AND status = 'active' AND last_event_us < ?"
+            " ORDER BY last_event_us, namespace, session_id LIMIT ?"
+        )
+        args = (scope.tenant, micros(idle_before), check_limit(limit))
+        rows = await self._call(lambda conn: conn.execute(query, args).fetchall())
+        return [_session(row) for row in rows]
+
+    async def tenants(self) -> list[str]:
+        rows = await self._call(lambda conn: conn.execute("SELECT DISTINCT tenant FROM sessions").fetchall())
+        return sorted(row[0] for row in rows)
+
+    async def purge(self, scope: NamespaceScope, namespace: str) -> EventCounts:
+        if not scope.admin:
+            raise NamespaceForbidden("purging a namespace needs an admin scope")
+        where = (scope.tenant, validate_namespace(namespace))
+
+        def work(conn: sqlite3.Connection) -> EventCounts:
+            with _transaction(conn):
+                events = conn.execute("DELETE FROM events WHERE tenant = ? AND namespace = ?", where).rowcount
+                sessions = conn.execute("DELETE FROM sessions WHERE tenant = ? AND namespace = ?", where).rowcount
+            return EventCounts(events, sessions)
+
+        return await self._call(work)
+
+    def export(self, scope: NamespaceScope, namespace: str) -> AsyncIterator[SessionExport]:
+        return export_pages(self, scope, namespace)
+
+    async def import_(
+        self, scope: NamespaceScope, events: Sequence[Event], sessions: Sequence[SessionRecord]
+    ) -> EventCounts:
+        check_import(scope, events, sessions)
+        given = {(record.namespace, record.session_id) for record in sessions}
+        tenant = scope.tenant
+
+        def work(conn: sqlite3.Connection) -> EventCounts:
+            with _transaction(conn):
+                touched = {
+                    pair
+                    for pair in {(e.namespace, e.session_id) for e in events} - given
+                    if self._record(conn, (tenant, *pair)) is None
+                }
+                new_sessions = sum(conn.execute(*_put_session(tenant, record)).rowcount for record in sessions)
+                new_events = 0
+                for event in events:
+                    if _insert_event(conn, tenant, event):
+                        new_events += 1
+                        if (event.namespace, event.session_id) in touched:
+                            recorded = micros(event.recorded_at)
+                            conn.execute(_TOUCH, (tenant, event.namespace, event.session_id, recorded, recorded, 1))
+            return EventCounts(new_events, new_sessions)
+
+        return await self._call(work)
+
+    async def expire(self, before: datetime) -> EventCounts:
+        cutoff = micros(before)
+
+        def trim(conn: sqlite3.Connection) -> int:
+            with _transaction(conn):
+                return conn.execute(
+                    "DELETE FROM events WHERE rowid IN (SELECT e.rowid FROM events e JOIN sessions s ON"
+                    " s.tenant = e.tenant AND s.namespace = e.namespace AND s.session_id = e.session_id"
+                    " WHERE e.recorded_us < ? AND s.status = 'ended' LIMIT ?)",
+                    (cutoff, _EXPIRE_BATCH),
+                ).rowcount
+
+        def drop_sessions(conn: sqlite3.Connection) -> int:
+            with _transaction(conn):
+                conn.execute(
+                    "UPDATE sessions SET archive = NULL WHERE status = 'ended' AND ended_us < ?"
+                    " AND archive IS NOT NULL",
+                    (cutoff,),
+                )
+                return conn.execute(
+                    "DELETE FROM sessions WHERE status = 'ended' AND ended_us < ? AND NOT EXISTS (SELECT 1 FROM"
+                    " events e WHERE e.tenant = sessions.tenant AND e.namespace = sessions.namespace"
+                    " AND e.session_id = sessions.session_id)",
+                    (cutoff,),
+                ).rowcount
+
+        dropped = 0
+        while True:  # in batches, each its own transaction, so requests are served in between
+            batch = await self._call(trim)
+            dropped += batch
+            if batch < _EXPIRE_BATCH:
+                break
+        return EventCounts(dropped, await self._call(drop_sessions))
+
+    async def ping(self) -> None:
+        await self._call(lambda conn: conn.execute("SELECT 1").fetchone())
+
+    async def close(self) -> None:
+        def work() -> None:
+            with self._lock:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await anyio.to_thread.run_sync(work)
+
+
+def _put_session(tenant: str, record: SessionRecord) -> tuple[str, tuple[Any, ...]]:
+    """The statement that stores an imported session record unless one exists."""
+    ended = None if record.ended_at is None else micros(record.ended_at)
+    archive = None if record.archive is None else dump_json(record.archive, "archive")
+    values: tuple[Any, ...] = (tenant, record.namespace, record.session_id, record.status, record.goal)
+    values += (micros(record.started_at), micros(record.last_event_at), ended, record.events)
+    values += (record.extracted_through, archive, record.end_reason)
+    marks = ", ".join("?" * len(values))
+    return f"INSERT OR IGNORE INTO sessions (tenant, {_SESSION_COLUMNS}) VALUES ({marks})", values

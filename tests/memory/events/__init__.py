@@ -1,0 +1,1 @@
+"""Tests of the event and session-record store (memory/events)."""
