@@ -32,6 +32,7 @@ __all__ = ["CommandFailed", "add_admin_commands", "data_dir_in_use", "run_async"
 
 logger = logging.getLogger("hindsight.cli")
 IMPORT_BATCH = 200
+SESSION_BATCH = 20  # exported sessions per import_events call
 
 
 PAGE = 200
@@ -122,11 +123,29 @@ async def export_namespace(args: argparse.Namespace) -> int:
                     cursor = page["next_cursor"]
                     if cursor is None:
                         break
+            sessions = 0
+            with progress_bar(None, f"export {args.namespace} sessions", "session") as bar:
+                cursor = None
+                while True:  # then each session with its events and archive: one {"session", "events"} line
+                    arguments = {"namespace": args.namespace, "cursor": cursor}
+                    page = await call(client, "export_events", arguments)
+                    for entry in page["sessions"]:
+                        out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                        sessions += 1
+                    bar.update(len(page["sessions"]))
+                    cursor = page["next_cursor"]
+                    if cursor is None:
+                        break
     finally:
         if out is not sys.stdout:
             out.close()
-    print(f"exported {count} memories from {args.namespace}", file=sys.stderr)
+    print(f"exported {count} memories and {sessions} sessions from {args.namespace}", file=sys.stderr)
     return 0
+
+
+def is_session_line(line: dict[str, Any]) -> bool:
+    """A line of `export_events` (a session with its events), not a memory record."""
+    return "session" in line and "content" not in line
 
 
 def read_records(path: str) -> list[dict[str, Any]]:
@@ -146,7 +165,9 @@ def read_records(path: str) -> list[dict[str, Any]]:
 
 
 async def import_namespace(args: argparse.Namespace) -> int:
-    records = read_records(args.file)
+    lines = read_records(args.file)
+    records = [line for line in lines if not is_session_line(line)]
+    sessions = [line for line in lines if is_session_line(line)]
     imported = skipped = 0
     async with admin_client(args) as client:
         with progress_bar(len(records), f"import {args.namespace}", "memory") as bar:
@@ -156,7 +177,16 @@ async def import_namespace(args: argparse.Namespace) -> int:
                 imported += body["imported"]
                 skipped += body["skipped"]
                 bar.update(len(batch))
-    print(f"imported {imported}, skipped {skipped} (already present) into {args.namespace}", file=sys.stderr)
+        events = 0
+        for start in range(0, len(sessions), SESSION_BATCH):
+            batch = sessions[start : start + SESSION_BATCH]
+            body = await call(client, "import_events", {"namespace": args.namespace, "sessions": batch})
+            events += body["events"]
+    print(
+        f"imported {imported}, skipped {skipped} (already present) into {args.namespace}; "
+        f"{len(sessions)} sessions with {events} new events",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -165,20 +195,25 @@ async def purge_namespace(args: argparse.Namespace) -> int:
         raise UsageError("purge is permanent: pass --confirm NAMESPACE (the same name) or --yes")
     async with admin_client(args) as client:
         body = await call(client, "purge_namespace", {"namespace": args.namespace, "confirm": args.namespace})
-    print(f"purged {body['deleted']} memories from {args.namespace}", file=sys.stderr)
+    print(
+        f"purged {body['deleted']} memories and {body['events_deleted']} events from {args.namespace}", file=sys.stderr
+    )
     return 0
 
 
 async def maintain(args: argparse.Namespace) -> int:
-    """One maintenance pass (expiry, eviction, consolidation) on the data directory of these settings."""
-    from gateway.maintenance import maintain_all
+    """One maintenance pass (expiry, eviction, consolidation; idle sessions ended and extracted, old events
+    dropped) on the data directory of these settings."""
+    from gateway.maintenance import maintain_all, sweep_sessions
     from gateway.runtime import open_runtime
 
     settings = direct_settings("stop it first; a running server maintains its data directory itself")
     async with open_runtime(settings) as runtime:
-        reports = await maintain_all(runtime, [args.tenant] if args.tenant else None)
+        tenants = [args.tenant] if args.tenant else None
+        reports = await maintain_all(runtime, tenants)
+        sessions = await sweep_sessions(runtime, tenants)
     logger.info("maintenance pass done: %d tenants", len(reports))
-    print(json.dumps(reports, indent=2))
+    print(json.dumps({**reports, "_sessions": sessions}, indent=2))
     return 0
 
 

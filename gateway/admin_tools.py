@@ -147,9 +147,17 @@ def register_admin_tools(server: MCPServer) -> None:
         confirm: Annotated[str, Field(description="Repeat the namespace name to confirm the hard delete.")],
         request_id: Annotated[str | None, Field(description="Client-chosen id of this call.")] = None,
     ) -> PurgeAnswer:
-        """Admin: permanently delete every memory of a namespace. This cannot be undone."""
+        """Admin: permanently delete every memory of a namespace, and its sessions' events. This cannot be
+        undone."""
         if confirm != namespace:
             raise InvalidArgument("confirm must repeat the namespace name exactly")
         call = current_call()
         deleted = await call.runtime.memories.purge(call.scope, namespace)
-        return {"status": "purged", "namespace": namespace, "deleted": deleted}
+        removed = await call.runtime.events.purge(call.scope, namespace)  # its sessions' events and records too
+        return {
+            "status": "purged",
+            "namespace": namespace,
+            "deleted": deleted,
+            "events_deleted": removed.events,
+            "sessions_deleted": removed.sessions,
+        }

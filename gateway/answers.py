@@ -66,6 +66,9 @@ class Hit(TypedDict):
     score: float
     via: NotRequired[Annotated[str, Field(description="The superseded memory the query matched; this replaced it.")]]
     passed_plan: NotRequired[Annotated[bool, Field(description="A plan whose day has passed: history.")]]
+    source_event_ids: NotRequired[
+        Annotated[list[str], Field(description="Extracted from these events of its session (list_events).")]
+    ]
     scores: NotRequired[ScoreParts]
     kind: NotRequired[Kind]
     importance: NotRequired[float]
@@ -186,3 +189,5 @@ class PurgeAnswer(TypedDict):
     status: Literal["purged"]
     namespace: str
     deleted: int
+    events_deleted: int
+    sessions_deleted: int

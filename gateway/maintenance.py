@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -59,12 +60,37 @@ async def maintain_all(
     return reports
 
 
+async def sweep_sessions(
+    runtime: Runtime, tenants: list[str] | None = None, supervisor: Supervisor | None = None
+) -> dict[str, Any]:
+    """End every session idle past `session_idle_seconds` (its events extracted, its working memory archived:
+    nothing is lost because an agent crashed), then drop events past `event_retention_days`. Each tenant's sweep
+    is contained like its maintenance pass."""
+    supervisor = supervisor or Supervisor()
+    ended: dict[str, list[str]] = {}
+    for tenant in tenants if tenants is not None else await runtime.events.tenants():
+        with supervisor.contain("session_sweep", tenant=tenant):
+            outcomes = await runtime.agent_sessions.sweep(admin_scope(tenant))
+            if outcomes:
+                ended[tenant] = [f"{o.session.namespace}/{o.session.session_id}" for o in outcomes]
+                logger.info("swept %d idle sessions of tenant %s", len(outcomes), tenant)
+    expired = None
+    with supervisor.contain("event_retention"):
+        cutoff = runtime.memories.clock.now() - timedelta(days=runtime.settings.event_retention_days)
+        counts = await runtime.events.expire(cutoff)
+        expired = {"events": counts.events, "sessions": counts.sessions}
+    return {"ended": ended, "expired": expired}
+
+
 async def maintenance_loop(runtime: Runtime, interval_seconds: float, supervisor: Supervisor) -> None:
-    """`maintain_all` every `interval_seconds`; a round that fails (listing the tenants) is logged and counted."""
+    """`maintain_all` and `sweep_sessions` every `interval_seconds`; a round that fails (listing the tenants) is
+    logged and counted."""
     while True:
         await anyio.sleep(interval_seconds)
         with supervisor.contain("memory_maintenance"):
             await maintain_all(runtime, supervisor=supervisor)
+        with supervisor.contain("session_sweep"):
+            await sweep_sessions(runtime, supervisor=supervisor)
         supervisor.finished("memory_maintenance")
 
 

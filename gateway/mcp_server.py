@@ -14,6 +14,7 @@ from mcp_types import Tool as MCPTool
 from gateway.admin_tools import register_admin_tools
 from gateway.arguments import make_strict, publish_bounds
 from gateway.observability import Telemetry
+from gateway.session_tools import register_session_tools
 from gateway.tool_support import RuntimeHolder, ToolBoundary, ToolPolicy, current_principal
 from gateway.tools import register_tools
 from memory.validation import EngineLimits
@@ -95,5 +96,6 @@ def build_mcp_server(holder: RuntimeHolder, telemetry: Telemetry, limits: Engine
         ToolBoundary(holder, telemetry), limits, name="hindsight", instructions=INSTRUCTIONS, version=VERSION
     )
     register_tools(server)
+    register_session_tools(server)
     register_admin_tools(server)
     return server

@@ -19,9 +19,12 @@ from opentelemetry.trace import Tracer
 from gateway.background import Supervisor
 from gateway.observability import traced
 from gateway.shared_state import shared_state
+from memory.agent_sessions import AgentSessions, Extractor
 from memory.clock import Clock, SystemClock
 from memory.embedders import RemoteEmbedder, RemoteEmbedderConfig, build_embedder
 from memory.errors import InvalidArgument
+from memory.events import EventStore
+from memory.extraction import LlmExtractor, RuleExtractor
 from memory.llm import ChatClient, ChatConfig, ChatImportanceRater, ChatSummarizer
 from memory.pipeline import for_embedder
 from memory.ports import Embedder, ImportanceRater, VectorStore, WorkingMemoryStore
@@ -47,6 +50,8 @@ class Runtime:
     sessions: SessionService
     idempotency: IdempotencyStore
     rate_limiter: RateLimiter | None
+    events: EventStore
+    agent_sessions: AgentSessions
     summarizer: ChatSummarizer | None = None
 
 
@@ -201,15 +206,31 @@ async def open_runtime(
         locks=shared.locks,
     )
     summarizer = ChatSummarizer(chat) if chat is not None else None
+    events = shared.events
+    if tracer is not None:
+        events = traced(events, "event_store", tracer, **{"db.system": "redis" if settings.redis_url else "sqlite"})
+    sessions = SessionService(working, memories)
+    extractor: Extractor = RuleExtractor()
+    if chat is not None and settings.llm_extraction:
+        extractor = LlmExtractor(chat, RuleExtractor(), settings.llm_extraction_timeout_seconds)
+    agent_sessions = AgentSessions(
+        events,
+        sessions,
+        extractor,
+        idle_seconds=settings.session_idle_seconds,
+        background_top_k=settings.session_background_top_k,
+    )
     runtime = Runtime(
         settings,
         embedder,
         store,
         working,
         memories,
-        SessionService(working, memories),
+        sessions,
         idempotency,
         limiter,
+        events,
+        agent_sessions,
         summarizer,
     )
     try:

@@ -64,6 +64,9 @@ def hit_json(hit: RecallHit, *, full: bool = False, explain: bool = False) -> Hi
         body["via"] = hit.via  # the query matched this superseded memory; this hit is what replaced it
     if "passed_plan" in hit.scores.cues:
         body["passed_plan"] = True  # a plan whose day has passed: history, not the present
+    sources = memory.metadata.get("source_event_ids")
+    if isinstance(sources, list) and sources:
+        body["source_event_ids"] = sources  # extracted from an agent's events: their ids (list_events)
     if explain:
         body["scores"] = score_parts(hit)
     if full:

@@ -1,6 +1,7 @@
 """`shared_state(settings, clock)`: what every gateway replica must share, in Redis (or a Redis Cluster) when
-`redis_url` is set, else in this process: working memory, idempotency records, rate-limit buckets and the
-per-namespace write locks, with the function that closes their client."""
+`redis_url` is set, else in this process: working memory, idempotency records, rate-limit buckets, the
+per-namespace write locks and the agents' events and sessions (durable: a sqlite file in the data directory when
+embedded), with the function that closes their clients."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from memory.clock import Clock
+from memory.events import EventStore, SqliteEventStore
 from memory.locking import InProcessNamespaceLocks
 from memory.ports import NamespaceLocks, WorkingMemoryStore
 from memory.working.in_process import InProcessWorkingMemory
 from ops.config import Settings
 from tenancy.limits import IdempotencyStore, RateLimiter
+
+EVENTS_FILE = "events.sqlite3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,11 +25,13 @@ class SharedState:
     idempotency: IdempotencyStore
     limiter: RateLimiter | None  # None when rate limits are off
     locks: NamespaceLocks
+    events: EventStore
     close: Callable[[], Awaitable[None]]
 
 
 def shared_state(settings: Settings, clock: Clock) -> SharedState:
     if settings.redis_url:
+        from memory.events import RedisEventStore
         from memory.locking.redis_lock import RedisNamespaceLocks
         from memory.working.redis_store import RedisWorkingMemory
         from ops.redis_client import open_redis
@@ -45,12 +51,19 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
             ),
             limiter=RedisRateLimiter(client) if settings.rate_limit_enabled else None,
             locks=RedisNamespaceLocks(client, wait_seconds=settings.backend_timeout_seconds * 2),
+            events=RedisEventStore(client),
             close=client.aclose,
         )
     from tenancy.idempotency import InProcessIdempotency
     from tenancy.rate_limits import InProcessRateLimiter
 
     working = InProcessWorkingMemory(clock)
+    events = SqliteEventStore.open(settings.data_dir / EVENTS_FILE)
+
+    async def close() -> None:
+        await working.close()
+        await events.close()
+
     return SharedState(
         working=working,
         idempotency=InProcessIdempotency(
@@ -60,5 +73,6 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
         ),
         limiter=InProcessRateLimiter(lambda: clock.now().timestamp()) if settings.rate_limit_enabled else None,
         locks=InProcessNamespaceLocks(wait_seconds=settings.backend_timeout_seconds * 2),
-        close=working.close,
+        events=events,
+        close=close,
     )

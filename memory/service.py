@@ -26,6 +26,7 @@ from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
 from memory.feedback import feedback_query, with_feedback
 from memory.hidden import HideObserver, check_hidden_state, ignore_hides, list_hidden, tell_write_hides
 from memory.ids import parse_memory_id
+from memory.linking import superseded_copy
 from memory.locking import InProcessNamespaceLocks
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, WriteOutcome
 from memory.pipeline import PipelineSettings, for_embedder
@@ -174,6 +175,20 @@ class MemoryService:
                     item.deleted_at = now
                     item.delete_reason = reason
                     await self.store.update(scope, item)
+        return memory
+
+    async def supersede(self, scope: NamespaceScope, memory_id: str, by: str, reason: str) -> Memory:
+        """Mark a memory superseded by another of the same namespace (a re-extraction replacing its earlier
+        facts), with the reason; it stays listable as hidden (`superseded`)."""
+        successor = await self._get_writable(scope, by)
+        memory = await self._get_writable(scope, memory_id)
+        if successor.namespace != memory.namespace:
+            raise InvalidArgument("a memory can only be superseded by one of its own namespace")
+        async with self.locks.hold(scope.tenant, memory.namespace):
+            memory = await self._get_writable(scope, memory_id)
+            if memory.superseded_by is None and memory.deleted_at is None:
+                memory = superseded_copy(memory, by, reason, self.clock.now())
+                await self.store.update(scope, memory)
         return memory
 
     async def restore(self, scope: NamespaceScope, memory_id: str) -> Memory:

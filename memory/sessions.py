@@ -37,7 +37,8 @@ class SessionService:
         self.memories = memories
         self.limits = memories.limits
 
-    def _read_namespace(self, scope: NamespaceScope, namespace: str | None) -> str:
+    def read_namespace(self, scope: NamespaceScope, namespace: str | None) -> str:
+        """The namespace a session read names, or the scope's default."""
         if namespace is not None:
             return scope.read_targets([namespace])[0]
         if scope.default_write_namespace is not None:
@@ -50,7 +51,7 @@ class SessionService:
     async def get(self, scope: NamespaceScope, session_id: str, namespace: str | None = None) -> WorkingMemory:
         sid = check_session_id(session_id, required=True)
         assert sid is not None
-        ns = self._read_namespace(scope, namespace)
+        ns = self.read_namespace(scope, namespace)
         session = await self.store.get(scope, ns, sid)
         if session is None:  # an unknown or expired session reads as empty, like a fresh one
             now = self.memories.clock.now()
@@ -84,6 +85,15 @@ class SessionService:
             if turn not in leaving:
                 extracted.append(await self._extract(scope, request, namespace, sid, turn))
         return TurnOutcome(session, [memory_id for memory_id in extracted if memory_id is not None])
+
+    async def write_turns(
+        self, scope: NamespaceScope, namespace: str, session_id: str, subject: str, turns: list[Turn]
+    ) -> list[str]:
+        """Write turns to episodic memory verbatim, as leaving the window does (a session's end keeps the turns
+        still in its window this way); returns the ids of the memories written."""
+        request = TurnRequest(session_id=session_id, role="user", content=".", subject=subject, namespace=namespace)
+        written = [await self._extract(scope, request, namespace, session_id, turn) for turn in turns]
+        return [memory_id for memory_id in written if memory_id is not None]
 
     async def _extract(
         self, scope: NamespaceScope, request: TurnRequest, namespace: str, session_id: str, turn: Turn

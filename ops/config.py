@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     llm_importance_timeout_seconds: float = Field(
         2.0, gt=0, le=60, description="How long a write waits for the LLM's importance before using the rules."
     )
+    llm_extraction: bool = Field(
+        True, description="Extract facts from agents' events with the LLM when one is set (else the rules)."
+    )
+    llm_extraction_timeout_seconds: float = Field(
+        20.0, gt=0, le=300, description="How long one extraction waits for the LLM before using the rules."
+    )
     redis_url: str | None = None
     redis_cluster: bool = Field(
         False, description="redis_url names one node of a Redis Cluster: use the cluster client (redis-py)."
@@ -161,6 +167,15 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(1_048_576, ge=1024)
     working_memory_turns: int = Field(10, ge=1, le=1000)
     working_memory_ttl_seconds: int = Field(86_400, ge=1)
+    session_idle_seconds: int = Field(
+        86_400,
+        ge=60,
+        description="A session with no event for this long is ended by maintenance (its facts extracted).",
+    )
+    event_retention_days: int = Field(
+        90, ge=1, description="Events older than this are dropped by maintenance (never an active session's)."
+    )
+    session_background_top_k: int = Field(5, ge=0, le=50, description="Memories start_session loads for its goal.")
 
     # recall scoring: score = similarity·relevance + recency + importance + access frequency (DESIGN §4). The
     # defaults let relevance lead: DESIGN's 0.5/0.2/0.2/0.1 cost 5 points of LoCoMo recall@10 (bench/RESULTS.md)

@@ -51,7 +51,13 @@ async def test_purge_hard_deletes_one_namespace_only_for_admins(app: Starlette, 
         unconfirmed = await client.call_tool("purge_namespace", {"namespace": "user:1", "confirm": "user:2"})
         purged = data(await client.call_tool("purge_namespace", {"namespace": "user:1", "confirm": "user:1"}))
     assert error_code(unconfirmed) == "invalid_argument"
-    assert purged == {"status": "purged", "namespace": "user:1", "deleted": 1}
+    assert purged == {
+        "status": "purged",
+        "namespace": "user:1",
+        "deleted": 1,
+        "events_deleted": 0,
+        "sessions_deleted": 0,
+    }
     async with mcp_session(app, user) as client:
         left = data(await client.call_tool("list_memories", {"include_deleted": True}))
     assert [m["content"] for m in left["memories"]] == ["to be kept"]

@@ -162,7 +162,7 @@ def test_an_admin_export_through_the_url_succeeds(server: Server) -> None:
     )
 
     assert result.returncode == 0, result.stderr
-    assert result.stderr.splitlines() == ["exported 0 memories from user:1"]
+    assert result.stderr.splitlines() == ["exported 0 memories and 0 sessions from user:1"]
 
 
 def test_token_without_any_namespace_is_refused_as_a_usage_error(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ def test_import_writes_no_progress_frames_when_stderr_is_a_pipe(
     assert "\r" not in result.stderr
     assert "%|" not in result.stderr and "memory/s" not in result.stderr
     plain = [line for line in result.stderr.splitlines() if not line.startswith("{")]
-    assert plain == [f"imported {RECORDS}, skipped 0 (already present) into user:1"]
+    assert plain == [f"imported {RECORDS}, skipped 0 (already present) into user:1; 0 sessions with 0 new events"]
 
 
 def test_import_draws_a_tqdm_bar_when_stderr_is_a_terminal(tmp_path: Path, env: dict[str, str], source: Path) -> None:

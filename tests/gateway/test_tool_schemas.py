@@ -19,9 +19,26 @@ from tests.conftest import Mint, data, error_code, mcp_session
 
 pytestmark = pytest.mark.anyio
 
-ADMIN_TOOLS = {"export_memories", "import_memories", "consolidate", "purge_namespace"}
-WRITE_TOOLS = {"write_memory", "forget_memory", "restore_memory", "record_turn", "update_working_memory"}
-READ_TOOLS = {"recall_memory", "list_memories", "get_working_memory", "whoami"}
+ADMIN_TOOLS = {
+    "export_memories",
+    "import_memories",
+    "consolidate",
+    "purge_namespace",
+    "reextract",
+    "export_events",
+    "import_events",
+}
+WRITE_TOOLS = {
+    "write_memory",
+    "forget_memory",
+    "restore_memory",
+    "record_turn",
+    "update_working_memory",
+    "start_session",
+    "record_event",
+    "end_session",
+}
+READ_TOOLS = {"recall_memory", "list_memories", "get_working_memory", "whoami", "list_events"}
 LEAN = {"id", "namespace", "content", "when", "score"}
 # eight memories of the length the issue measured (~47 characters each)
 MEMORIES = [
@@ -58,6 +75,21 @@ async def one_call_of_each_tool(client: Client) -> dict[str, dict[str, Any]]:
     await call("update_working_memory", {"session_id": "s1", "state": {"goal": "trip"}})
     await call("get_working_memory", {"session_id": "s1"})
     await call("whoami", {})
+    await call("start_session", {"session_id": "t1", "goal": "plan a trip"})
+    await call("record_event", {"session_id": "t1", "type": "user_message", "content": "I fly to Lisbon on Friday."})
+    await call(
+        "record_event",
+        {"session_id": "t1", "type": "tool_call", "content": "{}", "metadata": {"call_id": "c1", "tool": "search"}},
+    )
+    await call(
+        "record_event",
+        {"session_id": "t1", "type": "tool_result", "content": "2 flights", "metadata": {"call_id": "c1"}},
+    )
+    await call("list_events", {"session_id": "t1"})
+    await call("end_session", {"session_id": "t1"})
+    await call("reextract", {"session_id": "t1", "namespace": "user:1"})
+    sessions = await call("export_events", {"namespace": "user:1"})
+    await call("import_events", {"namespace": "user:2", "sessions": sessions["sessions"]})
     exported = await call("export_memories", {"namespace": "user:1"})
     await call("import_memories", {"namespace": "user:2", "records": exported["records"]})
     await call("consolidate", {"namespace": "user:1"})
