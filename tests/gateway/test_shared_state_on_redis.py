@@ -79,3 +79,27 @@ async def test_idempotent_turns_replay_and_land_in_working_memory_on_the_configu
     client_of_test = redis_target.client()
     assert await client_of_test.exists(IdempotencyKey("acme", "agent-1", "record_turn", "req-0").redis_key) == 1
     await client_of_test.aclose()
+
+
+async def test_a_task_session_runs_on_redis_events_and_its_sweep_reads_them_from_there(
+    app: Starlette, mint: Mint, clock: ManualClock, tmp_path: Path
+) -> None:
+    from gateway.maintenance import sweep_sessions
+
+    async with mcp_session(app, mint()) as client:
+        await client.call_tool("start_session", {"session_id": "r1", "goal": "trip"})
+        said = data(
+            await client.call_tool(
+                "record_event", {"session_id": "r1", "type": "user_message", "content": "I moved to Porto in May."}
+            )
+        )
+        clock.advance(app.state.runtime.settings.session_idle_seconds + 1)
+        report = await sweep_sessions(app.state.runtime)
+        listed = data(await client.call_tool("list_memories", {}))
+        events = data(await client.call_tool("list_events", {"session_id": "r1"}))
+
+    assert "user:1/r1" in report["ended"]["acme"]  # the Redis is shared by the session: others may be swept too
+    assert not (tmp_path / "data" / "events.sqlite3").exists()  # server mode keeps events in Redis
+    [fact] = [m for m in listed["memories"] if "Porto" in m["content"]]
+    assert fact["metadata"]["source_event_ids"] == [said["event"]["id"]]
+    assert [e["id"] for e in events["events"]] == [said["event"]["id"]]
