@@ -29,7 +29,17 @@ from types import ModuleType
 import anyio
 import anyio.to_thread
 
-from bench import answer_size, corpus, crosslingual, decisions, embedder_cost, expired_plans, hostile, isolation
+from bench import (
+    answer_size,
+    corpus,
+    crosslingual,
+    decisions,
+    embedder_cost,
+    expired_plans,
+    extraction_quality,
+    hostile,
+    isolation,
+)
 from bench.config import (
     Config,
     Results,
@@ -248,6 +258,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("recall answers: characters per hit, lean and full, and token budgets", answer_size),
     ("cross-lingual recall: a memory in one language, a question in the other", crosslingual),
     ("embedders: what a write and a recall cost with each, English and Chinese", embedder_cost),
+    ("extracted facts beside raw turns: recall of the evidence, English and Chinese", extraction_quality),
 )
 
 

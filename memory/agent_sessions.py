@@ -21,7 +21,7 @@ from memory.errors import InvalidArgument
 from memory.events import Event, EventStore, SessionRecord
 from memory.extraction import ExtractedFact, Extraction, SourceEvent
 from memory.ids import new_memory_id
-from memory.models import Memory, RecallHit, WriteStatus
+from memory.models import EXTRACTED, Memory, RecallHit, WriteStatus
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.sessions import SessionService
@@ -29,7 +29,7 @@ from memory.validation import check_content, check_json_object, check_request_id
 from memory.values import check_text
 
 EVENT_TYPES = ("user_message", "assistant_message", "tool_call", "tool_result", "system")
-EXTRACT_TOOL = "extract"  # the `source.tool` of every extracted memory
+EXTRACT_TOOL = EXTRACTED  # the `source.tool` of every extracted memory
 MAX_GOAL_CHARS = 1_000
 MAX_TASK_ID_CHARS = 128
 MAX_CALL_ID_CHARS = 128

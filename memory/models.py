@@ -19,6 +19,11 @@ class WriteStatus(StrEnum):
     SKIPPED = "skipped"
 
 
+# `Source.tool` of a memory extracted from an agent's events (memory.agent_sessions): a statement derived from the
+# conversation, not one of its turns, so a session's next turn never follows it (VectorStore.latest_in_session)
+EXTRACTED = "extract"
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """Provenance: who wrote a memory and with which request."""

@@ -113,7 +113,8 @@ class VectorStore(Protocol):
         ...
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
-        """The most recently created memory of that session in that readable namespace, deleted or not."""
+        """The most recently created memory of that session in that readable namespace, deleted or not, that is
+        not a fact extracted from events (`models.EXTRACTED`): the turn a new turn of the session follows."""
         ...
 
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:

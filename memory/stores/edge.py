@@ -23,7 +23,7 @@ import qdrant_edge as qe
 
 from memory.clock import to_timestamp
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
-from memory.models import Memory, MemoryKind
+from memory.models import EXTRACTED, Memory, MemoryKind
 from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
@@ -355,7 +355,10 @@ class EdgeVectorStore:
         return keyword_only_hits(vector, scope.tenant, hits, known, fetched)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
-        flt = qe.Filter(must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)])
+        flt = qe.Filter(
+            must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)],
+            must_not=[_match("source.tool", EXTRACTED)],  # a fact extracted from events is not a turn to follow
+        )
         newest_first = qe.OrderBy("created_at", direction=qe.Direction.Desc)
         request = qe.ScrollRequest(limit=1, filter=flt, with_payload=True, order_by=newest_first)
         records, _ = await self._run(lambda: self._shard.scroll(request))

@@ -24,7 +24,7 @@ from qdrant_client import models as qm
 
 from memory.clock import to_timestamp
 from memory.errors import BackendUnavailable, NamespaceForbidden
-from memory.models import Memory, MemoryKind
+from memory.models import EXTRACTED, Memory, MemoryKind
 from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
@@ -378,7 +378,10 @@ class QdrantServerStore:
         return keyword_only_hits(vector, scope.tenant, hits, known, fetched)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
-        flt = qm.Filter(must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)])
+        flt = qm.Filter(
+            must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)],
+            must_not=[_match("source.tool", EXTRACTED)],  # a fact extracted from events is not a turn to follow
+        )
         newest_first = qm.OrderBy(key="created_at", direction=qm.Direction.DESC)
         records, _ = await self._call(
             lambda: self._client.scroll(

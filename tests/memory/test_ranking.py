@@ -11,7 +11,7 @@ import pytest
 from memory.clock import ManualClock
 from memory.cues import query_cues
 from memory.embedders import WordLlamaEmbedder
-from memory.models import Memory, RecallHit
+from memory.models import EXTRACTED, Memory, RecallHit, ScoreParts, Source
 from memory.pipeline import for_embedder
 from memory.ports import RecallFilter, ScoredMemory
 from memory.ranking import (
@@ -20,6 +20,7 @@ from memory.ranking import (
     conversation_relevance,
     cue_relevance,
     hybrid_relevance,
+    select_hits,
 )
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
@@ -338,3 +339,40 @@ def test_a_passed_plan_is_marked_always_but_lowered_only_for_a_question_about_th
 
     assert lifted == [factor]
     assert notes == [["passed_plan"]]
+
+
+def ranked(*memories: Memory) -> list[RecallHit]:
+    return [
+        RecallHit(m, ScoreParts(similarity=1.0, recency=0.0, importance=0.0, access_frequency=0.0, score=1.0 - i / 10))
+        for i, m in enumerate(memories)
+    ]
+
+
+def extracted(content: str) -> Memory:
+    return make_memory(content, tenant="t", source=Source(subject="a", tool=EXTRACTED))
+
+
+def test_a_fact_extracted_from_a_turn_and_that_turn_take_one_place_whichever_ranks_first() -> None:
+    turn = memory("Melanie: I just got some new shoes for running!")
+    fact = extracted("Melanie just got some new shoes for running!")
+    other = memory("Melanie: We went camping at the beach last week.")
+
+    assert [h.memory.id for h in select_hits(ranked(turn, fact, other), 2, None)] == [turn.id, other.id]
+    assert [h.memory.id for h in select_hits(ranked(fact, turn, other), 2, None)] == [fact.id, other.id]
+
+
+def test_a_fact_restating_a_turn_with_its_speaker_and_dates_resolved_still_takes_one_place() -> None:
+    turn = memory("帮我查一下北京到上海的航班，要明天上午的")
+    fact = extracted("用户请助手查北京到上海的航班，要明天（2026-12-03）上午的")
+
+    assert [h.memory.id for h in select_hits(ranked(turn, fact), 5, None)] == [turn.id]
+
+
+def test_similar_memories_that_are_not_extracted_facts_are_all_kept() -> None:
+    first = memory("Melanie: I just got some new shoes for running!")
+    second = memory("Melanie just got some new shoes for running!")
+    fact = extracted("Caroline adopted a dog named Pepper last spring.")
+
+    chosen = select_hits(ranked(first, second, fact), 5, None)
+
+    assert [h.memory.id for h in chosen] == [first.id, second.id, fact.id]

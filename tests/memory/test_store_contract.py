@@ -25,7 +25,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
-from memory.models import Memory, MemoryKind, Source
+from memory.models import EXTRACTED, Memory, MemoryKind, Source
 from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, VectorStore
 from memory.scope import NamespaceScope
 from memory.stores.common import IDF_NAMESPACE_LIMIT
@@ -467,6 +467,24 @@ async def test_latest_in_session_is_the_newest_memory_of_that_session_and_namesp
 
     assert latest is not None and latest.id == second.id
     assert await store.latest_in_session(writer, "user:1", "s-9") is None
+
+
+async def test_latest_in_session_skips_facts_extracted_from_events(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    turn = make_memory("Caroline: I went to the support group", tenant=acme, at=START, session_id="s-1")
+    fact = make_memory(
+        "Caroline went to the support group",
+        tenant=acme,
+        at=START + timedelta(seconds=1),
+        session_id="s-1",
+        source=Source(subject="agent-1", tool=EXTRACTED),
+    )
+    await store.upsert(writer, [(turn, vec(1)), (fact, vec(2))])
+
+    latest = await store.latest_in_session(writer, "user:1", "s-1")
+
+    assert latest is not None and latest.id == turn.id
 
 
 async def test_hybrid_search_keeps_every_filter_on_keyword_candidates(
