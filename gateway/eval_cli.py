@@ -250,6 +250,9 @@ def add_eval_commands(sub: Any) -> None:
     loco.add_argument("--out", default="bench/RESULTS.md", help="Markdown file for the results ('-': stdout only)")
     loco.set_defaults(func=_run)
     eval_memorybank.add_memorybank_command(which, _run_memorybank)
+    from gateway.eval_cases import add_cases_command  # it runs on this module's in-process target
+
+    add_cases_command(which)
 
 
 def quiet_logging() -> None:

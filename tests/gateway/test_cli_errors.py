@@ -220,7 +220,18 @@ def test_every_option_of_every_command_has_help_text() -> None:
 
 def test_the_parser_tree_covers_every_command() -> None:
     progs = {parser.prog for parser in parsers(build_parser())}
-    expected = {"serve", "token", "export", "import", "purge", "maintain", "eval", "eval locomo", "eval memorybank"}
+    expected = {
+        "serve",
+        "token",
+        "export",
+        "import",
+        "purge",
+        "maintain",
+        "eval",
+        "eval locomo",
+        "eval memorybank",
+        "eval cases",
+    }
     assert progs == {"hindsight"} | {f"hindsight {name}" for name in expected}
 
 
