@@ -147,6 +147,7 @@ def create_app(
                 # innermost: whatever ends the runtime's, the session manager's or this group ends this sentinel
                 await supervisor.watch("lifespan", background)
                 runtime.memories.on_hidden = telemetry.metrics.count_hidden
+                runtime.memories.on_written = telemetry.metrics.count_write
                 holder.set(runtime)
                 app.state.runtime = runtime
                 if settings.memory_maintenance_interval_seconds > 0:

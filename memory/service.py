@@ -24,6 +24,7 @@ from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
 from memory.feedback import feedback_query, with_feedback
+from memory.growth import WriteObserver, ignore_writes, tell_write_growth
 from memory.hidden import HideObserver, check_hidden_state, ignore_hides, list_hidden, tell_write_hides
 from memory.ids import parse_memory_id
 from memory.linking import superseded_copy
@@ -78,6 +79,7 @@ class MemoryService:
         self.keywords = Bm25Encoder()
         self.access = AccessRecorder(store, clock)
         self.on_hidden: HideObserver = ignore_hides  # told of each hide (`memory.hidden`); the gateway counts them
+        self.on_written: WriteObserver = ignore_writes  # told what each write added (`memory.growth`); counted too
         self.locks: NamespaceLocks = locks or InProcessNamespaceLocks()
         self.writer = MemoryWriter(
             store, embedder, clock, self.limits, self.pipeline, self.keywords, self.locks, importance_rater
@@ -101,6 +103,7 @@ class MemoryService:
         """Store one memory through the write pipeline (`memory.writes`)."""
         outcome = await self.writer.write(scope, request)
         tell_write_hides(outcome, self.on_hidden)
+        tell_write_growth(scope.tenant, outcome, self.on_written)
         return outcome
 
     # -- recall ----------------------------------------------------------------------------------------------

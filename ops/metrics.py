@@ -1,9 +1,9 @@
 """Prometheus metrics: one registry per app (so several apps in one process never collide), with the names and
 labels the dashboards and alerts use. Label cardinality stays bounded: tool, outcome, action, kind, backend,
-task, the HTTP route template and status, and the tenant only when `metrics_tenant_label` is on. The registry also
-carries the process (`process_*`: CPU, memory, file descriptors) and Python (`python_info`, `python_gc_*`)
-collectors, and `/metrics` leaves out the `_created` series (one per counter and histogram series, which only
-doubles what Prometheus stores).
+task, used, the HTTP route template and status, and the tenant only when `metrics_tenant_label` is on (never a
+memory namespace). The registry also carries the process (`process_*`: CPU, memory, file descriptors) and Python
+(`python_info`, `python_gc_*`) collectors, and `/metrics` leaves out the `_created` series (one per counter and
+histogram series, which only doubles what Prometheus stores).
 
 Beside the registry, `TenantStats` keeps each tenant's own figures (latency windows, tool call counts) for
 `/debug/stats`, which shows a tenant's admin that tenant alone; the process-wide figures are on `/metrics`."""
@@ -60,6 +60,7 @@ class LatencyWindow:
         return {"count": len(values), "p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99)}
 
 
+MEMORY_KINDS = ("episodic", "semantic")  # memory.models.MemoryKind, the `kind` label's values
 TENANT_WINDOW_CAPACITY = 512  # latencies kept per tenant and tool
 MAX_TRACKED_TENANTS = 256  # the least recently active tenant's figures are dropped beyond this
 
@@ -134,6 +135,32 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        self.recall_feedback = Counter(
+            "hindsight_recall_feedback",
+            "Recalled memories an agent reported with the feedback tool: used=true it used them, used=false it did"
+            " not (the hit ratio is used=true over all).",
+            ["used", *extra],
+            registry=self.registry,
+        )
+        # not `hindsight_memories_created`: `_created` is the suffix of the created-timestamp series (OpenMetrics)
+        self.new_memories = Counter(
+            "hindsight_new_memories",
+            "Memories created, by kind, on every write path (write_memory, extraction, consolidation, import): the"
+            " store's growth.",
+            ["kind", *extra],
+            registry=self.registry,
+        )
+        self.memories_superseded = Counter(
+            "hindsight_memories_superseded",
+            "Memories a write marked superseded by a newer one (over hindsight_new_memories_total: the conflict rate).",
+            extra,
+            registry=self.registry,
+        )
+        if not tenant_label:  # every series from the start, so a rate or a ratio is there before the first event
+            for used in ("true", "false"):
+                self.recall_feedback.labels(used=used)
+            for kind in MEMORY_KINDS:
+                self.new_memories.labels(kind=kind)
         self.undecodable = Gauge(
             "hindsight_undecodable_memories",
             "Stored memories skipped on read because their payload could not be decoded (since the process started).",
@@ -161,6 +188,21 @@ class Metrics:
     def count_hidden(self, reason: str, count: int) -> None:
         """The engine's hide observer (`memory.hidden`): `count` memories hidden for `reason`."""
         self.memories_hidden.labels(reason=reason).inc(count)
+
+    def count_feedback(self, used: int, unused: int, tenant: str | None) -> None:
+        """One `feedback` call: `used` recalled memories used, `unused` not."""
+        labels = self.labels(tenant)
+        self.recall_feedback.labels(used="true", **labels).inc(used)
+        self.recall_feedback.labels(used="false", **labels).inc(unused)
+
+    def count_write(self, tenant: str, created: str | None, superseded: int) -> None:
+        """The engine's write observer (`memory.growth`): a write of `tenant` created a memory of kind `created`
+        (None: none) and marked `superseded` older ones replaced."""
+        labels = self.labels(tenant)
+        if created is not None:
+            self.new_memories.labels(kind=created, **labels).inc()
+        if superseded:
+            (self.memories_superseded.labels(**labels) if labels else self.memories_superseded).inc(superseded)
 
     def observe_tool(self, tool: str, outcome: str, seconds: float, tenant: str | None) -> None:
         self.tool_calls.labels(tool=tool, outcome=outcome, **self.labels(tenant)).inc()
