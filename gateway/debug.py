@@ -1,8 +1,10 @@
 """Debug views, off unless `debug_views_enabled`, and then only for `memory:admin` tokens, each scoped to the
-admin's own tenant: `/debug/memories` (latest memories of one namespace of that tenant, with metadata) and
+admin's own tenant: `/debug/memories` (latest memories of one namespace of that tenant, with metadata),
 `/debug/stats` (that tenant's recall and write latency percentiles over a sliding window, and its tool call
-counts). No token sees another tenant's figures here; process-wide figures are on `/metrics`, for operators.
-Refusals and failures answer `gateway.errors.rejection` (the JSON-RPC error shape of every refusal, `id` null)."""
+counts) and `/debug/sessions/{session_id}?namespace=...` (one session's events, working memory, extracted memories
+and logged recalls: `gateway.session_debug`). No token sees another tenant's figures here; process-wide figures
+are on `/metrics`, for operators. Refusals and failures answer `gateway.errors.rejection` (the JSON-RPC error
+shape of every refusal, `id` null)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from starlette.routing import Route
 
 from gateway.errors import failure_from_exception, rejection
 from gateway.serialize import memory_json
+from gateway.session_debug import session_debug
 from gateway.tool_support import RuntimeHolder
 from memory.models import Memory
 from memory.requests import ListRequest
@@ -89,7 +92,22 @@ def debug_routes(settings: Settings, holder: RuntimeHolder, metrics: Metrics) ->
             }
         )
 
+    async def session(request: Request) -> Response:
+        principal = _admin(request)
+        if isinstance(principal, Response):
+            return principal
+        namespace = request.query_params.get("namespace")
+        if not namespace:
+            return rejection("invalid_argument", "pass ?namespace=...")
+        try:
+            view = await session_debug(holder.get(), scope_for(principal), request.path_params["session_id"], namespace)
+        except Exception as exc:
+            failure = failure_from_exception(exc, "debug_session")
+            return rejection(failure.code, failure.message)
+        return JSONResponse(view)
+
     return [
         Route("/debug/memories", memories, methods=["GET"]),
         Route("/debug/stats", stats, methods=["GET"]),
+        Route("/debug/sessions/{session_id}", session, methods=["GET"]),
     ]

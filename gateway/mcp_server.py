@@ -13,6 +13,8 @@ from mcp_types import Tool as MCPTool
 
 from gateway.admin_tools import register_admin_tools
 from gateway.arguments import make_strict, publish_bounds
+from gateway.debug_tools import register_debug_tools
+from gateway.feedback_tools import register_feedback_tools
 from gateway.observability import Telemetry
 from gateway.session_tools import register_session_tools
 from gateway.tool_support import RuntimeHolder, ToolBoundary, ToolPolicy, current_principal
@@ -96,6 +98,8 @@ def build_mcp_server(holder: RuntimeHolder, telemetry: Telemetry, limits: Engine
         ToolBoundary(holder, telemetry), limits, name="hindsight", instructions=INSTRUCTIONS, version=VERSION
     )
     register_tools(server)
+    register_feedback_tools(server)
     register_session_tools(server)
     register_admin_tools(server)
+    register_debug_tools(server)
     return server

@@ -28,6 +28,7 @@ from memory.extraction import LlmExtractor, RuleExtractor
 from memory.llm import ChatClient, ChatConfig, ChatImportanceRater, ChatSummarizer
 from memory.pipeline import for_embedder
 from memory.ports import Embedder, ImportanceRater, VectorStore, WorkingMemoryStore
+from memory.recall_log import RecallLog
 from memory.scoring import ScoringWeights, calibrated_shares
 from memory.service import MemoryService
 from memory.sessions import SessionService
@@ -53,6 +54,7 @@ class Runtime:
     events: EventStore
     agent_sessions: AgentSessions
     summarizer: ChatSummarizer | None = None
+    recall_log: RecallLog | None = None  # the opted-in tenants' recalls (gateway.recall_logging)
 
 
 def engine_limits(settings: Settings) -> EngineLimits:
@@ -232,6 +234,7 @@ async def open_runtime(
         events,
         agent_sessions,
         summarizer,
+        recall_log=shared.recall_log,
     )
     try:
         async with anyio.create_task_group() as task_group:

@@ -1,7 +1,7 @@
 """`shared_state(settings, clock)`: what every gateway replica must share, in Redis (or a Redis Cluster) when
 `redis_url` is set, else in this process: working memory, idempotency records, rate-limit buckets, the
-per-namespace write locks and the agents' events and sessions (durable: a sqlite file in the data directory when
-embedded), with the function that closes their clients."""
+per-namespace write locks, the agents' events and sessions (durable: a sqlite file in the data directory when
+embedded) and the recall log of the tenants that opted in, with the function that closes their clients."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from memory.clock import Clock
 from memory.events import EventStore, SqliteEventStore
 from memory.locking import InProcessNamespaceLocks
 from memory.ports import NamespaceLocks, WorkingMemoryStore
+from memory.recall_log import InProcessRecallLog, RecallLog
 from memory.working.in_process import InProcessWorkingMemory
 from ops.config import Settings
 from tenancy.limits import IdempotencyStore, RateLimiter
@@ -26,6 +27,7 @@ class SharedState:
     limiter: RateLimiter | None  # None when rate limits are off
     locks: NamespaceLocks
     events: EventStore
+    recall_log: RecallLog
     close: Callable[[], Awaitable[None]]
 
 
@@ -33,6 +35,7 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
     if settings.redis_url:
         from memory.events import RedisEventStore
         from memory.locking.redis_lock import RedisNamespaceLocks
+        from memory.recall_log import RedisRecallLog
         from memory.working.redis_store import RedisWorkingMemory
         from ops.redis_client import open_redis
         from tenancy.idempotency import RedisIdempotency
@@ -52,6 +55,12 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
             limiter=RedisRateLimiter(client) if settings.rate_limit_enabled else None,
             locks=RedisNamespaceLocks(client, wait_seconds=settings.backend_timeout_seconds * 2),
             events=RedisEventStore(client),
+            recall_log=RedisRecallLog(
+                client,
+                clock,
+                max_entries=settings.recall_log_max_entries,
+                max_age_seconds=settings.recall_log_max_age_seconds,
+            ),
             close=client.aclose,
         )
     from tenancy.idempotency import InProcessIdempotency
@@ -74,5 +83,8 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
         limiter=InProcessRateLimiter(lambda: clock.now().timestamp()) if settings.rate_limit_enabled else None,
         locks=InProcessNamespaceLocks(wait_seconds=settings.backend_timeout_seconds * 2),
         events=events,
+        recall_log=InProcessRecallLog(
+            clock, max_entries=settings.recall_log_max_entries, max_age_seconds=settings.recall_log_max_age_seconds
+        ),
         close=close,
     )

@@ -25,6 +25,7 @@ from gateway.answers import (
     WriteAnswer,
 )
 from gateway.context_block import Order, context_answer, memories_answer, session_namespace
+from gateway.recall_logging import log_recall
 from gateway.serialize import hit_json, memory_json, session_json, write_explanation
 from gateway.tool_support import current_call
 from memory.models import RecallHit
@@ -191,12 +192,18 @@ def register_tools(server: MCPServer) -> None:
             return hit_json(hit, full=detail == "full", explain=explain)
 
         if format == "memories":
-            return memories_answer(hits, order, budget, wire)
-        session = None
-        if session_id is not None:
-            where = session_namespace(namespaces, call.scope.default_write_namespace)
-            session = await call.runtime.sessions.get(call.scope, session_id, where)
-        return context_answer(hits, order, budget, wire, session)
+            answer = memories_answer(hits, order, budget, wire)
+        else:
+            session = None
+            if session_id is not None:
+                where = session_namespace(namespaces, call.scope.default_write_namespace)
+                session = await call.runtime.sessions.get(call.scope, session_id, where)
+            answer = context_answer(hits, order, budget, wire, session)
+        await log_recall(  # opted-in tenants only; never fails the recall
+            call, query, hits, answer, namespaces=namespaces, top_k=top_k, kinds=kinds, tags=tags,
+            session_id=session_id, since=since, until=until, token_budget=token_budget, format=format, order=order,
+        )  # fmt: skip
+        return answer
 
     @server.tool(annotations=WRITES)
     async def forget_memory(

@@ -264,6 +264,15 @@ class Settings(BaseSettings):
     metrics_tenant_label: bool = Field(False, description="Add a tenant label to tool metrics (cardinality!).")
     metrics_sample_seconds: float = Field(60.0, gt=0, description="How often the memory-count gauge is sampled.")
     debug_views_enabled: bool = Field(False, description="Serve /debug/memories and /debug/stats to admin tokens.")
+    recall_log_tenants: list[str] = Field(
+        default_factory=list,
+        description="Tenants whose recalls are logged (query, filters, returned ids and score parts) for their "
+        "admins (the recall_log tool, /debug/sessions). Empty: no recall is logged.",
+    )
+    recall_log_max_entries: int = Field(1000, ge=1, description="Recall-log entries kept per tenant (newest).")
+    recall_log_max_age_seconds: float = Field(
+        7 * 86_400, gt=0, description="Recall-log entries older than this are dropped."
+    )
 
     @field_validator("jwt_algorithms")
     @classmethod

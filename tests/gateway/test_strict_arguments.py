@@ -133,7 +133,7 @@ async def test_an_unknown_argument_or_a_wrong_json_type_is_invalid_argument_nami
 async def test_every_tool_publishes_that_it_takes_no_other_arguments(app: Starlette, mint: Mint) -> None:
     async with mcp_session(app, mint(admin=True)) as client:
         tools = (await client.list_tools()).tools
-    assert len(tools) == 20
+    assert len(tools) == 23
     assert all(tool.input_schema.get("additionalProperties") is False for tool in tools)
 
 

@@ -27,6 +27,8 @@ ADMIN_TOOLS = {
     "reextract",
     "export_events",
     "import_events",
+    "recall_log",
+    "debug_session",
 }
 WRITE_TOOLS = {
     "write_memory",
@@ -37,6 +39,7 @@ WRITE_TOOLS = {
     "start_session",
     "record_event",
     "end_session",
+    "feedback",
 }
 READ_TOOLS = {"recall_memory", "list_memories", "get_working_memory", "whoami", "list_events"}
 LEAN = {"id", "namespace", "content", "when", "score"}
@@ -69,6 +72,7 @@ async def one_call_of_each_tool(client: Client) -> dict[str, dict[str, Any]]:
     await client.call_tool("write_memory", {"content": MEMORIES[1], "occurred_at": "2026-01-05T10:00:00Z"})
     await call("recall_memory", {"query": "coffee", "detail": "full", "explain": True})
     await call("list_memories", {})
+    await call("feedback", {"used": [written["id"]], "request_id": "feedback-1"})
     await call("forget_memory", {"id": written["id"], "reason": "test"})
     await call("restore_memory", {"id": written["id"]})
     await call("record_turn", {"session_id": "s1", "role": "user", "content": "Hello there, planning a trip"})
@@ -88,6 +92,8 @@ async def one_call_of_each_tool(client: Client) -> dict[str, dict[str, Any]]:
     await call("list_events", {"session_id": "t1"})
     await call("end_session", {"session_id": "t1"})
     await call("reextract", {"session_id": "t1", "namespace": "user:1"})
+    await call("debug_session", {"session_id": "t1", "namespace": "user:1"})
+    await call("recall_log", {"limit": 10})
     sessions = await call("export_events", {"namespace": "user:1"})
     await call("import_events", {"namespace": "user:2", "sessions": sessions["sessions"]})
     exported = await call("export_memories", {"namespace": "user:1"})

@@ -1,0 +1,60 @@
+"""The admin MCP tools of the recall log and the session debug view (issue 18, item 2): `recall_log` lists the
+tenant's logged recalls newest first (only tenants in `recall_log_tenants` have any), `debug_session` answers
+what `/debug/sessions/{id}` does (`gateway.session_debug`). Both need `memory:admin` and read only the admin's
+own tenant: every store is keyed by the scope's tenant."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from gateway.recall_logging import RecallLogEntryJson, entry_json
+from gateway.session_debug import SessionDebugAnswer, session_debug
+from gateway.tool_support import SCOPE_META, current_call
+from memory.validation import check_limit
+from tenancy import SCOPE_ADMIN
+
+ADMIN = {SCOPE_META: SCOPE_ADMIN}
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+class RecallLogAnswer(TypedDict):
+    tenant: str
+    logging: Annotated[bool, Field(description="Whether this tenant's recalls are being logged now.")]
+    entries: list[RecallLogEntryJson]
+
+
+def register_debug_tools(server: MCPServer) -> None:
+    @server.tool(annotations=READ_ONLY, meta=ADMIN)
+    async def recall_log(
+        limit: Annotated[int | None, Field(description="How many entries (default 50).")] = None,
+        session_id: Annotated[str | None, Field(description="Only recalls made with this session_id.")] = None,
+        subject: Annotated[str | None, Field(description="Only recalls by this subject (agent).")] = None,
+    ) -> RecallLogAnswer:
+        """Admin: this tenant's logged recalls, newest first: each one's query, arguments, and the memories it
+        returned with the parts of their scores. Only tenants listed in HINDSIGHT_RECALL_LOG_TENANTS are logged."""
+        call = current_call()
+        runtime = call.runtime
+        size = check_limit(limit if limit is not None else 50, runtime.memories.limits)
+        entries = []
+        if runtime.recall_log is not None:
+            entries = await runtime.recall_log.entries(call.scope, limit=size, session_id=session_id, subject=subject)
+        return {
+            "tenant": call.scope.tenant,
+            "logging": call.scope.tenant in runtime.settings.recall_log_tenants,
+            "entries": [entry_json(e) for e in entries],
+        }
+
+    @server.tool(annotations=READ_ONLY, meta=ADMIN)
+    async def debug_session(
+        session_id: Annotated[str, Field(description="The session to inspect.")],
+        namespace: Annotated[str, Field(description="Namespace of the session.")],
+    ) -> SessionDebugAnswer:
+        """Admin: everything about one session: its record, its events, its working memory, the memories
+        extracted from it and the logged recalls made in it, with their scores."""
+        call = current_call()
+        return await session_debug(call.runtime, call.scope, session_id, namespace)

@@ -1,0 +1,128 @@
+"""`RedisRecallLog`: the recall log shared by every gateway replica, one Redis list per tenant.
+
+Key: `hs:{tenant}:rl`, where `{tenant}` is the Redis Cluster hash tag (as in `memory/working/redis_store.py`).
+The list holds the newest entry first (LPUSH); each item is `<micros>|<entry JSON>`, `<micros>` being the entry's
+time on the injected clock in integer microseconds since the epoch, so the script that enforces the bounds reads
+an item's age without decoding it. One Lua script pushes (when given an item), trims to `max_entries` (LTRIM)
+and pops from the tail the items older than the cutoff; reads run it without an item, then LRANGE. The key's
+Redis TTL (`PEXPIRE`, relative, real time: `max_age_seconds`) only garbage-collects the log of a tenant that
+stopped recalling. Every Redis failure is raised as `BackendUnavailable`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import redis.asyncio
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
+
+from memory.clock import Clock
+from memory.errors import BackendUnavailable
+from memory.recall_log.store import (
+    DEFAULT_MAX_AGE_SECONDS,
+    DEFAULT_MAX_ENTRIES,
+    RecallLogEntry,
+    check_reader,
+    decode_entry,
+    encode_entry,
+    matches,
+)
+from memory.scope import NamespaceScope
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+# KEYS[1] the tenant's log; ARGV: item ('' = none), max_entries, cutoff_us, ttl_ms.
+_BOUND = """
+local key = KEYS[1]
+if ARGV[1] ~= '' then
+  redis.call('LPUSH', key, ARGV[1])
+  redis.call('PEXPIRE', key, ARGV[4])
+end
+redis.call('LTRIM', key, 0, tonumber(ARGV[2]) - 1)
+local cutoff = tonumber(ARGV[3])
+while true do
+  local last = redis.call('LINDEX', key, -1)
+  if not last then break end
+  local at = tonumber(string.match(last, '^(%d+)|'))
+  if at and at >= cutoff then break end
+  redis.call('RPOP', key)
+end
+return redis.call('LLEN', key)
+"""
+
+
+def _micros(value: datetime) -> int:
+    return (value - _EPOCH) // _MICROSECOND
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@contextmanager
+def _redis_errors() -> Iterator[None]:
+    try:
+        yield
+    except (RedisError, RedisClusterException, OSError) as exc:
+        raise BackendUnavailable(f"recall log (redis) unavailable: {type(exc).__name__}: {exc}") from exc
+
+
+class RedisRecallLog:
+    """`RecallLog` on Redis; same semantics as `InProcessRecallLog`, safe across replicas."""
+
+    def __init__(
+        self,
+        client: redis.asyncio.Redis | RedisCluster,
+        clock: Clock,
+        *,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_age_seconds: float = DEFAULT_MAX_AGE_SECONDS,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._max_entries = max_entries
+        self._max_age = timedelta(seconds=max_age_seconds)
+        self._ttl_ms = max(1, math.ceil(max_age_seconds * 1000))
+        self._bound = client.register_script(_BOUND)
+
+    @staticmethod
+    def _key(scope: NamespaceScope) -> str:
+        return f"hs:{{{scope.tenant}}}:rl"
+
+    async def _run(self, scope: NamespaceScope, item: str) -> None:
+        cutoff = _micros(self._clock.now() - self._max_age)
+        with _redis_errors():
+            await self._bound(keys=[self._key(scope)], args=[item, self._max_entries, cutoff, self._ttl_ms])
+
+    async def append(self, scope: NamespaceScope, entry: RecallLogEntry) -> None:
+        await self._run(scope, f"{_micros(entry.at)}|{encode_entry(entry)}")
+
+    async def entries(
+        self,
+        scope: NamespaceScope,
+        *,
+        limit: int,
+        session_id: str | None = None,
+        subject: str | None = None,
+    ) -> list[RecallLogEntry]:
+        check_reader(scope, limit)
+        await self._run(scope, "")
+        with _redis_errors():
+            raw = await self._client.lrange(self._key(scope), 0, self._max_entries - 1)
+        cutoff = self._clock.now() - self._max_age
+        found: list[RecallLogEntry] = []
+        for item in raw:
+            entry = decode_entry(_text(item).split("|", 1)[1])
+            if entry.at >= cutoff and matches(entry, session_id, subject):
+                found.append(entry)
+                if len(found) == limit:
+                    break
+        return found
+
+    async def close(self) -> None:
+        """The client belongs to the shared state, which closes it."""
