@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,9 +63,9 @@ def token(server: Server, *args: str, env: dict[str, str] | None = None) -> str:
     return minted.stdout.strip()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    home = tmp_path_factory.mktemp("cli-errors")
+@contextmanager
+def served(home: Path) -> Iterator[Server]:
+    """`hindsight serve` in a subprocess on a free port, data in `home`, until the block ends."""
     port = free_port()
     env = clean_env(HINDSIGHT_DATA_DIR=str(home / "data"), HINDSIGHT_PORT=str(port))
     with (home / "server.log").open("w") as log:
@@ -82,6 +83,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with served(tmp_path_factory.mktemp("cli-errors")) as running:
+        yield running
 
 
 def test_export_with_a_token_without_the_admin_scope_fails_with_one_line_naming_the_mcp_error_code(

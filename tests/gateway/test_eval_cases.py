@@ -9,7 +9,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,7 @@ from gateway.runtime import scoring_weights
 from memory.evaluation.case_report import CasesReport, best_first, render, report_json
 from memory.evaluation.cases import CaseFileError, check_namespaces, load_cases
 from memory.evaluation.runner import default_grid
-from tests.gateway.test_cli_errors import Server, clean_env, error_line, hindsight, token
-from tests.gateway.test_cli_serve import free_port, wait_until_live
+from tests.gateway.test_cli_errors import Server, clean_env, error_line, hindsight, served, token
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "eval_cases.jsonl"
@@ -205,24 +203,8 @@ def test_the_example_file_passes_most_of_its_cases_and_the_report_explains_its_m
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    home = tmp_path_factory.mktemp("eval-cases")
-    port = free_port()
-    env = clean_env(HINDSIGHT_DATA_DIR=str(home / "data"), HINDSIGHT_PORT=str(port))
-    with (home / "server.log").open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "serve"],
-            env=env,
-            cwd=home,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        try:
-            wait_until_live(f"http://127.0.0.1:{port}/livez", process)
-            yield Server(f"http://127.0.0.1:{port}/mcp", env, home)
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+    with served(tmp_path_factory.mktemp("eval-cases")) as running:
+        yield running
 
 
 async def call(url: str, admin: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
