@@ -263,7 +263,7 @@ class AgentSessions:
         current = await self.events.session(scope, ns, sid)
         if current is not None and current.status == "ended":
             return EndOutcome(current, ExtractionOutcome(), already_ended=True)
-        extraction = await self._extract_pending(scope, ns, sid, subject, keep=0)
+        extraction = await self._extract_all_pending(scope, ns, sid, subject)
         working = await self.sessions.store.get(scope, ns, sid)
         kept = await self.sessions.write_turns(scope, ns, sid, subject, working.turns if working else [])
         archive = None
@@ -323,6 +323,24 @@ class AgentSessions:
         return ReextractOutcome(extraction, superseded)
 
     # -- extraction -----------------------------------------------------------------------------------------
+    async def _extract_all_pending(
+        self, scope: NamespaceScope, namespace: str, session_id: str, subject: str
+    ) -> ExtractionOutcome:
+        """Every event not extracted yet, batch by batch (an imported session may hold many)."""
+        total = ExtractionOutcome()
+        while True:
+            batch = await self._extract_pending(scope, namespace, session_id, subject, keep=0)
+            if batch.events == 0:
+                return total
+            total = ExtractionOutcome(
+                written=total.written + batch.written,
+                resolved=total.resolved + batch.resolved,
+                facts=total.facts + batch.facts,
+                events=total.events + batch.events,
+                method=batch.method if total.method in (None, batch.method) else "rules",
+                fallback_reason=total.fallback_reason or batch.fallback_reason,
+            )
+
     async def _extract_pending(
         self, scope: NamespaceScope, namespace: str, session_id: str, subject: str, *, keep: int
     ) -> ExtractionOutcome:
