@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import httpx2
@@ -106,36 +106,30 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
     return tool_body(tool, await client.call_tool(tool, arguments))
 
 
+async def export_pages(client: Client, tool: str, arguments: dict[str, Any], items: str, out: TextIO, bar: Any) -> int:
+    """Every page of an export tool written as JSONL lines (one per item), following `next_cursor`."""
+    count, cursor = 0, None
+    while True:
+        page = await call(client, tool, {**arguments, "cursor": cursor})
+        for item in page[items]:
+            out.write(json.dumps(item, ensure_ascii=False) + "\n")
+        count += len(page[items])
+        bar.update(len(page[items]))
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return count
+
+
 async def export_namespace(args: argparse.Namespace) -> int:
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115, ASYNC230 - a CLI
-    count = 0
+    namespace = {"namespace": args.namespace}
     try:
         async with admin_client(args) as client:
             with progress_bar(None, f"export {args.namespace}", "memory") as bar:
-                cursor = None
-                while True:
-                    arguments = {"namespace": args.namespace, "limit": PAGE, "cursor": cursor}
-                    page = await call(client, "export_memories", arguments)
-                    for record in page["records"]:
-                        out.write(json.dumps(record, ensure_ascii=False) + "\n")
-                        count += 1
-                    bar.update(len(page["records"]))
-                    cursor = page["next_cursor"]
-                    if cursor is None:
-                        break
-            sessions = 0
+                count = await export_pages(client, "export_memories", namespace | {"limit": PAGE}, "records", out, bar)
             with progress_bar(None, f"export {args.namespace} sessions", "session") as bar:
-                cursor = None
-                while True:  # then each session with its events and archive: one {"session", "events"} line
-                    arguments = {"namespace": args.namespace, "cursor": cursor}
-                    page = await call(client, "export_events", arguments)
-                    for entry in page["sessions"]:
-                        out.write(json.dumps(entry, ensure_ascii=False) + "\n")
-                        sessions += 1
-                    bar.update(len(page["sessions"]))
-                    cursor = page["next_cursor"]
-                    if cursor is None:
-                        break
+                # then each session with its events and archive: one {"session", "events"} line
+                sessions = await export_pages(client, "export_events", namespace, "sessions", out, bar)
     finally:
         if out is not sys.stdout:
             out.close()

@@ -11,9 +11,7 @@ from typing_extensions import TypedDict
 from gateway.answers import Hit, Instant
 from gateway.serialize import iso
 from memory.agent_sessions import ExtractionOutcome
-from memory.events import Event, SessionRecord
-
-EventType = Literal["user_message", "assistant_message", "tool_call", "tool_result", "system"]
+from memory.events import Event, EventType, SessionRecord
 
 
 class EventJson(TypedDict):

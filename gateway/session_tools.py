@@ -15,7 +15,6 @@ from gateway.answers import Hit
 from gateway.serialize import hit_json
 from gateway.session_answers import (
     EndSessionAnswer,
-    EventType,
     ExportEventsAnswer,
     ImportEventsAnswer,
     ListEventsAnswer,
@@ -29,6 +28,7 @@ from gateway.session_answers import (
 from gateway.session_records import check_event_records, export_page
 from gateway.tool_support import SCOPE_META, current_call
 from memory.agent_sessions import EventRequest
+from memory.events import EventType
 from memory.validation import parse_instant
 from tenancy import SCOPE_ADMIN
 

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from memory.errors import InvalidArgument
-from memory.events import Event, EventStore, SessionRecord
+from memory.events import EVENT_TYPES, Event, EventStore, SessionRecord
 from memory.extraction import ExtractedFact, Extraction, SourceEvent
 from memory.ids import new_memory_id
 from memory.models import EXTRACTED, Memory, RecallHit, WriteStatus
@@ -28,7 +28,6 @@ from memory.sessions import SessionService
 from memory.validation import check_content, check_json_object, check_request_id, check_session_id
 from memory.values import check_text
 
-EVENT_TYPES = ("user_message", "assistant_message", "tool_call", "tool_result", "system")
 EXTRACT_TOOL = EXTRACTED  # the `source.tool` of every extracted memory
 MAX_GOAL_CHARS = 1_000
 MAX_TASK_ID_CHARS = 128
@@ -94,7 +93,7 @@ class ReextractOutcome:
 
 def check_event_type(value: object) -> str:
     if value not in EVENT_TYPES:
-        raise InvalidArgument(f"type must be one of {', '.join(EVENT_TYPES)}")
+        raise InvalidArgument(f"type must be one of {', '.join(sorted(EVENT_TYPES))}")
     return str(value)
 
 

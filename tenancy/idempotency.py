@@ -29,17 +29,16 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisClusterException, RedisError
 
 from memory.errors import BackendUnavailable
+from memory.redis_errors import redis_errors
 from tenancy.limits import Claim, Conflict, IdempotencyKey, IdempotencyStore, Replay, Started
 
 logger = logging.getLogger("hindsight.idempotency")
@@ -242,14 +241,6 @@ return redis.call('DEL', KEYS[1])
 """
 
 
-@contextmanager
-def _redis_errors() -> Iterator[None]:
-    try:
-        yield
-    except (RedisError, RedisClusterException, OSError) as exc:
-        raise BackendUnavailable(f"idempotency store (redis) unavailable: {type(exc).__name__}: {exc}") from exc
-
-
 class RedisIdempotency:
     """`IdempotencyStore` on Redis, shared by every replica (see the module docstring for the record)."""
 
@@ -284,7 +275,7 @@ class RedisIdempotency:
         while True:  # the wait timeout is checked between calls: a Redis call is never cancelled half-way
             owner = uuid.uuid4().hex
             pending = json.dumps({"state": "pending", "fp": fingerprint, "owner": owner})
-            with _redis_errors():
+            with redis_errors("idempotency store"):
                 current = await self._claim(keys=[redis_key], args=[pending, self._lease_ms])
             if current is None:
                 self._owned[redis_key] = owner
@@ -307,19 +298,19 @@ class RedisIdempotency:
         owner = self._owned.get(key.redis_key)
         if owner is None:
             return False
-        with _redis_errors():
+        with redis_errors("idempotency store"):
             renewed = await self._renew(keys=[key.redis_key], args=[owner, self._lease_ms])
         return int(renewed) == 1
 
     async def complete(self, key: IdempotencyKey, fingerprint: str, response: dict[str, Any]) -> None:
         redis_key = key.redis_key
         done = json.dumps({"state": "done", "fp": fingerprint, "response": response})
-        with _redis_errors():
+        with redis_errors("idempotency store"):
             await self._complete(keys=[redis_key], args=[fingerprint, done, self._retention_ms])
         self._owned.pop(redis_key, None)
 
     async def done_response(self, key: IdempotencyKey) -> dict[str, Any] | None:
-        with _redis_errors():
+        with redis_errors("idempotency store"):
             current = await self._client.get(key.redis_key)
         if current is None:
             return None
@@ -334,15 +325,15 @@ class RedisIdempotency:
     async def abandon(self, key: IdempotencyKey) -> None:
         redis_key = key.redis_key
         owner = self._owned.pop(redis_key, "")
-        with _redis_errors():
+        with redis_errors("idempotency store"):
             await self._abandon(keys=[redis_key], args=[owner])
 
     async def ping(self) -> None:
-        with _redis_errors():
+        with redis_errors("idempotency store"):
             await self._client.ping()
 
     async def close(self) -> None:
-        with _redis_errors():
+        with redis_errors("idempotency store"):
             await self._client.aclose()
 
 

@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
-from redis.exceptions import RedisClusterException, RedisError
 
-from memory.errors import BackendUnavailable
+from memory.redis_errors import redis_errors
 from tenancy.limits import Bucket, RateDecision
 
 _SWEEP_EVERY = 1024
@@ -131,14 +129,6 @@ return {1, '0'}
 """
 
 
-@contextmanager
-def _redis_errors() -> Iterator[None]:
-    try:
-        yield
-    except (RedisError, RedisClusterException, OSError) as exc:
-        raise BackendUnavailable(f"rate limiter (redis) unavailable: {type(exc).__name__}: {exc}") from exc
-
-
 class RedisRateLimiter:
     """`RateLimiter` on Redis, shared by every replica (see the module docstring for the layout)."""
 
@@ -154,7 +144,7 @@ class RedisRateLimiter:
         for bucket in checked:
             ttl_ms = max(1000, math.ceil(bucket.capacity / bucket.refill_per_second * 2000))
             args += [bucket.capacity, bucket.refill_per_second, ttl_ms]
-        with _redis_errors():
+        with redis_errors("rate limiter"):
             allowed, retry_after = await self._acquire(keys=[b.key for b in checked], args=args)
         if int(allowed) == 1:
             return RateDecision(allowed=True, retry_after_seconds=0.0)
@@ -162,9 +152,9 @@ class RedisRateLimiter:
         return RateDecision(allowed=False, retry_after_seconds=float(text))
 
     async def ping(self) -> None:
-        with _redis_errors():
+        with redis_errors("rate limiter"):
             await self._client.ping()
 
     async def close(self) -> None:
-        with _redis_errors():
+        with redis_errors("rate limiter"):
             await self._client.aclose()

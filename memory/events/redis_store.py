@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,7 +31,6 @@ from urllib.parse import quote
 
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisClusterException, RedisError
 
 from memory.errors import BackendUnavailable, NamespaceForbidden
 from memory.events import redis_scripts
@@ -54,6 +52,7 @@ from memory.events.model import (
     result_of,
 )
 from memory.events.store import check_access, check_import, export_pages
+from memory.redis_errors import redis_errors
 from memory.scope import NamespaceScope, validate_namespace
 
 _TENANTS = "hs:ev:tenants"
@@ -69,15 +68,6 @@ def _text(value: Any) -> str:
 def _token(value: str | None) -> str:
     """A task or call id as stored in keys and fields: '' for none, else '=' + the percent-encoded value."""
     return "" if value is None else "=" + quote(value, safe="")
-
-
-@contextmanager
-def _redis_errors() -> Iterator[None]:
-    """Turn any failure of the Redis client into `BackendUnavailable` (the caller may retry)."""
-    try:
-        yield
-    except (RedisError, RedisClusterException, OSError) as exc:
-        raise BackendUnavailable(f"event store (redis) unavailable: {type(exc).__name__}: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +151,7 @@ class RedisEventStore:
         with a Redis node (it lives on another slot than the tenant's keys) is rebuilt by the next writes."""
         now = time.monotonic()
         if now - self._tenant_noted.get(tenant, -_TENANT_REFRESH_SECONDS) >= _TENANT_REFRESH_SECONDS:
-            with _redis_errors():
+            with redis_errors("event store"):
                 await self._client.sadd(_TENANTS, tenant)
             self._tenant_noted[tenant] = now
 
@@ -175,7 +165,7 @@ class RedisEventStore:
         args: list[str | int] = [event.id, encode_event(event), micros(event.recorded_at), event.type]
         args += [_token(event.call_id), task]
         args += [keys.session_id, keys.member, result_of(event) or "", bound, "1" if touch else "0"]
-        with _redis_errors():
+        with redis_errors("event store"):
             return list(await self._append(keys=names, args=args))
 
     async def append(self, scope: NamespaceScope, event: Event) -> Event:
@@ -200,7 +190,7 @@ class RedisEventStore:
         keys = self._keys(scope, namespace, session_id, write=False)
         index = keys.s("ids") if task_id is None else keys.s(f"task:{_token(task_id)}")
         start, count = f"({after}" if after else "-", check_limit(limit)
-        with _redis_errors():
+        with redis_errors("event store"):
             ids = [_text(i) for i in await self._client.zrangebylex(index, start, "+", 0, count)]
             if not ids:
                 return []
@@ -210,14 +200,14 @@ class RedisEventStore:
 
     async def session(self, scope: NamespaceScope, namespace: str, session_id: str) -> SessionRecord | None:
         keys = self._keys(scope, namespace, session_id, write=False)
-        with _redis_errors():
+        with redis_errors("event store"):
             raw = await self._client.hgetall(keys.s("rec"))
         return _record(namespace, session_id, raw)
 
     async def _read(self, pairs: Sequence[tuple[str, str]], tenant: str) -> list[SessionRecord]:
         if not pairs:
             return []
-        with _redis_errors():
+        with redis_errors("event store"):
             raws = await self._records(keys=[_Keys(tenant, ns, sid).s("rec") for ns, sid in pairs])
         records = [_record(ns, sid, raw) for (ns, sid), raw in zip(pairs, raws, strict=True)]
         return [r for r in records if r is not None]
@@ -233,7 +223,7 @@ class RedisEventStore:
     ) -> list[SessionRecord]:
         keys = self._keys(scope, namespace, "-", write=False)
         index = keys.n(status or "all")
-        with _redis_errors():
+        with redis_errors("event store"):
             found = await self._client.zrangebylex(index, f"({after}" if after else "-", "+", 0, check_limit(limit))
         return await self._read([(namespace, _text(sid)) for sid in found], scope.tenant)
 
@@ -243,7 +233,7 @@ class RedisEventStore:
         keys = self._keys(scope, namespace, session_id, write=True)
         await self._note_tenant(scope.tenant)
         args: list[str | int] = [session_id, keys.member, micros(at), "0" if goal is None else "1", goal or ""]
-        with _redis_errors():
+        with redis_errors("event store"):
             raw = await self._start(keys=keys.lifecycle(), args=args)
         record = _record(namespace, session_id, raw)
         assert record is not None
@@ -253,7 +243,7 @@ class RedisEventStore:
         self, scope: NamespaceScope, namespace: str, session_id: str, through_event_id: str
     ) -> None:
         keys = self._keys(scope, namespace, session_id, write=True)
-        with _redis_errors():
+        with redis_errors("event store"):
             await self._mark(keys=[keys.s("rec")], args=[check_event_id(through_event_id)])
 
     async def end_session(
@@ -267,7 +257,7 @@ class RedisEventStore:
     ) -> SessionRecord | None:
         keys = self._keys(scope, namespace, session_id, write=True)
         encoded = "" if archive is None else dump_json(archive, "archive")
-        with _redis_errors():
+        with redis_errors("event store"):
             raw = await self._end(keys=keys.lifecycle(), args=[session_id, keys.member, micros(at), reason, encoded])
         return None if raw is None else _record(namespace, session_id, raw)
 
@@ -276,21 +266,21 @@ class RedisEventStore:
             raise NamespaceForbidden("listing a tenant's idle sessions needs an admin scope")
         before = micros(idle_before)
         idle = _Keys(scope.tenant, "-", "-").tag + ":idle"
-        with _redis_errors():
+        with redis_errors("event store"):
             found = await self._client.zrangebyscore(idle, "-inf", f"({before}", 0, check_limit(limit))
         pairs = [tuple(json.loads(_text(member))) for member in found]
         records = await self._read([(ns, sid) for ns, sid in pairs], scope.tenant)
         return [r for r in records if r.status == "active" and micros(r.last_event_at) < before]
 
     async def tenants(self) -> list[str]:
-        with _redis_errors():
+        with redis_errors("event store"):
             found = await self._client.smembers(_TENANTS)
         return sorted(_text(t) for t in found)
 
     async def _whole(self, script: Any, keys: _Keys, before: int | None) -> list[int]:
         """Run a whole-session script with every task key of the session declared (re-read if one appears)."""
         for _ in range(_ATTEMPTS):
-            with _redis_errors():
+            with redis_errors("event store"):
                 tasks = sorted(_text(t) for t in await self._client.smembers(keys.s("tasks")))
                 reply = await script(
                     keys=keys.whole(tasks),
@@ -306,7 +296,7 @@ class RedisEventStore:
         index = _Keys(scope.tenant, validate_namespace(namespace), "-").n("all")
         removed = EventCounts()
         while True:
-            with _redis_errors():
+            with redis_errors("event store"):
                 found = await self._client.zrange(index, 0, _BATCH - 1)
             if not found:
                 return removed
@@ -325,13 +315,13 @@ class RedisEventStore:
         given = {(record.namespace, record.session_id) for record in sessions}
         touched: set[tuple[str, str]] = set()
         for pair in {(e.namespace, e.session_id) for e in events} - given:
-            with _redis_errors():
+            with redis_errors("event store"):
                 if not await self._client.exists(_Keys(scope.tenant, *pair).s("rec")):
                     touched.add(pair)
         new_sessions = 0
         for record in sessions:
             keys = _Keys(scope.tenant, record.namespace, record.session_id)
-            with _redis_errors():
+            with redis_errors("event store"):
                 new_sessions += int(await self._put(keys=keys.lifecycle(), args=_put_args(keys, record)))
         new_events = 0
         for event in events:
@@ -346,7 +336,7 @@ class RedisEventStore:
         for tenant in await self.tenants():
             retain = _Keys(tenant, "-", "-").tag + ":retain"
             while True:
-                with _redis_errors():
+                with redis_errors("event store"):
                     found = await self._client.zrangebyscore(retain, "-inf", f"({cutoff}", 0, _BATCH)
                 if not found:
                     break
@@ -357,11 +347,11 @@ class RedisEventStore:
         return dropped
 
     async def ping(self) -> None:
-        with _redis_errors():
+        with redis_errors("event store"):
             await self._client.ping()
 
     async def close(self) -> None:
-        with _redis_errors():
+        with redis_errors("event store"):
             await self._client.aclose()
 
 

@@ -11,9 +11,9 @@ absolute), each citing the ids of the events it came from.
 Knows nothing of stores, tools or HTTP: the caller turns the facts into memories.
 """
 
+from memory.events.model import EVENT_TYPES
 from memory.extraction.llm import LlmExtractor, parse_facts
 from memory.extraction.model import (
-    EVENT_TYPES,
     MAX_FACT_CHARS,
     ExtractedFact,
     Extraction,

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol, get_args
 
-EventType = Literal["user_message", "assistant_message", "tool_call", "tool_result", "system"]
+from memory.events.model import EVENT_TYPES
+
 FactKind = Literal["episodic", "semantic"]
 Method = Literal["llm", "rules"]
 
-EVENT_TYPES: frozenset[str] = frozenset(get_args(EventType))
 FACT_KINDS: frozenset[str] = frozenset(get_args(FactKind))
 
 # The longest statement an extractor hands on (the LLM's answers are held to it; the rules stay well below it:

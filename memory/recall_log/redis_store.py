@@ -11,17 +11,13 @@ stopped recalling. Every Redis failure is raised as `BackendUnavailable`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisClusterException, RedisError
 
 from memory.clock import Clock
-from memory.errors import BackendUnavailable
 from memory.recall_log.store import (
     DEFAULT_MAX_AGE_SECONDS,
     DEFAULT_MAX_ENTRIES,
@@ -31,6 +27,7 @@ from memory.recall_log.store import (
     encode_entry,
     matches,
 )
+from memory.redis_errors import redis_errors
 from memory.scope import NamespaceScope
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -64,14 +61,6 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-@contextmanager
-def _redis_errors() -> Iterator[None]:
-    try:
-        yield
-    except (RedisError, RedisClusterException, OSError) as exc:
-        raise BackendUnavailable(f"recall log (redis) unavailable: {type(exc).__name__}: {exc}") from exc
-
-
 class RedisRecallLog:
     """`RecallLog` on Redis; same semantics as `InProcessRecallLog`, safe across replicas."""
 
@@ -96,7 +85,7 @@ class RedisRecallLog:
 
     async def _run(self, scope: NamespaceScope, item: str) -> None:
         cutoff = _micros(self._clock.now() - self._max_age)
-        with _redis_errors():
+        with redis_errors("recall log"):
             await self._bound(keys=[self._key(scope)], args=[item, self._max_entries, cutoff, self._ttl_ms])
 
     async def append(self, scope: NamespaceScope, entry: RecallLogEntry) -> None:
@@ -112,7 +101,7 @@ class RedisRecallLog:
     ) -> list[RecallLogEntry]:
         check_reader(scope, limit)
         await self._run(scope, "")
-        with _redis_errors():
+        with redis_errors("recall log"):
             raw = await self._client.lrange(self._key(scope), 0, self._max_entries - 1)
         cutoff = self._clock.now() - self._max_age
         found: list[RecallLogEntry] = []

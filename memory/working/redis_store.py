@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisClusterException, RedisError
 
 from memory.clock import Clock
 from memory.errors import BackendUnavailable, InvalidArgument, NamespaceForbidden
 from memory.models import Turn, WorkingMemory
+from memory.redis_errors import redis_errors
 from memory.scope import NamespaceScope, validate_namespace
 from memory.working.in_process import merge_state
 
@@ -97,15 +95,6 @@ def _decode_turn(raw: Any) -> Turn:
     return Turn(role=data["role"], content=data["content"], occurred_at=datetime.fromisoformat(data["occurred_at"]))
 
 
-@contextmanager
-def _redis_errors() -> Iterator[None]:
-    """Turn any failure of the Redis client into `BackendUnavailable` (the caller may retry)."""
-    try:
-        yield
-    except (RedisError, RedisClusterException, OSError) as exc:
-        raise BackendUnavailable(f"working memory (redis) unavailable: {type(exc).__name__}: {exc}") from exc
-
-
 def _fields(raw: Any) -> dict[str, str]:
     """HGETALL's answer (a dict from the client, a flat list from a script) as a str -> str dict."""
     if isinstance(raw, dict):
@@ -142,7 +131,7 @@ class RedisWorkingMemory:
 
     async def get(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
         key = self._key(scope, namespace, session_id, write=False)
-        with _redis_errors():
+        with redis_errors("working memory"):
             raw = await self._client.hgetall(key)
         fields = _fields(raw)
         if "exp" not in fields or int(fields["exp"]) <= _micros(self._clock.now()):
@@ -151,7 +140,7 @@ class RedisWorkingMemory:
 
     async def take(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
         key = self._key(scope, namespace, session_id, write=True)
-        with _redis_errors():
+        with redis_errors("working memory"):
             async with self._client.pipeline(transaction=True) as pipe:  # one key: atomic on a cluster too
                 pipe.hgetall(key)
                 pipe.delete(key)
@@ -174,7 +163,7 @@ class RedisWorkingMemory:
         now = self._clock.now()
         expires_at = now + timedelta(seconds=ttl_seconds)
         args: list[str | int] = [_micros(now), _micros(expires_at), _ttl_ms(ttl_seconds), window, _encode_turn(turn)]
-        with _redis_errors():
+        with redis_errors("working memory"):
             evicted, session = await self._append(keys=[key], args=args)
         return self._view(namespace, session_id, _fields(session)), [_decode_turn(t) for t in evicted]
 
@@ -190,7 +179,7 @@ class RedisWorkingMemory:
         key = self._key(scope, namespace, session_id, write=True)
         for _ in range(_MAX_STATE_ATTEMPTS):
             now = self._clock.now()
-            with _redis_errors():
+            with redis_errors("working memory"):
                 current = await self._client.hmget(key, ["exp", "sv", "state"])
             exp, version, stored = (None if v is None else _text(v) for v in current)
             live = exp is not None and int(exp) > _micros(now)
@@ -210,18 +199,18 @@ class RedisWorkingMemory:
                 encoded,
                 uuid.uuid4().hex,
             ]
-            with _redis_errors():
+            with redis_errors("working memory"):
                 session = await self._set_state(keys=[key], args=args)
             if session is not None:
                 return self._view(namespace, session_id, _fields(session))
         raise BackendUnavailable("working memory (redis): too many concurrent updates of one session")
 
     async def ping(self) -> None:
-        with _redis_errors():
+        with redis_errors("working memory"):
             await self._client.ping()
 
     async def close(self) -> None:
-        with _redis_errors():
+        with redis_errors("working memory"):
             await self._client.aclose()
 
 

@@ -113,10 +113,8 @@ ENV_EXAMPLE = REPO / ".env.example"
 # Compose-only variables (the image name, host ports): they reach the gateway through env_file too, and Settings
 # ignores them (extra="ignore"), so none of them may ever become a Settings field by accident.
 COMPOSE_ONLY_HINDSIGHT_VARIABLES = {"HINDSIGHT_IMAGE", "HINDSIGHT_HOST_PORT"}
-_DOLLAR = re.compile(
-    r"\$(?:(?P<escaped>\$)|(?P<bare>[A-Za-z_][A-Za-z0-9_]*)|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
-    r"(?:(?P<op>:-|-|:\?|\?|:\+|\+)(?P<arg>[^{}]*))?\})"
-)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPERATORS = (":-", ":?", ":+", "-", "?", "+")
 
 
 class ComposeRefusal(Exception):
@@ -126,30 +124,77 @@ class ComposeRefusal(Exception):
 def compose_interpolate(value: str, variables: dict[str, str]) -> str:
     """`value` as Compose interpolates it (compose-spec "Interpolation"): `$$` is a literal `$`; `$VAR` and `${VAR}`
     are the value or ""; `:-`/`-` give a default when unset or empty / unset; `:?`/`?` refuse; `:+`/`+` give the
-    replacement when set and not empty / set. Nested `${...}` inside a default is not used by this project's files
-    and is refused here rather than rendered wrongly."""
-    if "${" in value and _DOLLAR.sub("", value).count("${"):
-        raise NotImplementedError(f"nested interpolation: {value}")
+    replacement when set and not empty / set. A default, replacement or message may itself hold `${...}`
+    (`${A:-${B}}`): it is interpolated only when it is used."""
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        char = value[i]
+        if char != "$" or i + 1 == len(value):
+            out.append(char)
+            i += 1
+        elif value[i + 1] == "$":
+            out.append("$")
+            i += 2
+        elif value[i + 1] == "{":
+            end = _closing_brace(value, i + 2)
+            out.append(_braced(value[i + 2 : end], variables))
+            i = end + 1
+        elif bare := _NAME.match(value, i + 1):
+            out.append(variables.get(bare.group(), ""))
+            i = bare.end()
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
 
-    def one(match: re.Match[str]) -> str:
-        if match["escaped"]:
-            return "$"
-        name = match["bare"] or match["name"]
-        op, arg = match["op"], match["arg"] or ""
-        present, current = name in variables, variables.get(name, "")
-        if op == ":-":
-            return current if current else arg
-        if op == "-":
-            return current if present else arg
-        if op in (":?", "?") and (not present or (op == ":?" and not current)):
-            raise ComposeRefusal(f"required variable {name} is missing a value: {arg}")
-        if op == ":+":
-            return arg if current else ""
-        if op == "+":
-            return arg if present else ""
-        return current
 
-    return _DOLLAR.sub(one, value)
+def _closing_brace(value: str, start: int) -> int:
+    """The index of the `}` that closes the `${` opened just before `start`, nested `${...}` skipped."""
+    depth = 1
+    i = start
+    while i < len(value):
+        if value.startswith("$$", i):
+            i += 2
+            continue
+        if value.startswith("${", i):
+            depth += 1
+            i += 2
+            continue
+        if value[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise ValueError(f"unclosed ${{ in {value!r}")
+
+
+def _braced(body: str, variables: dict[str, str]) -> str:
+    """The value of one `${body}`."""
+    name = _NAME.match(body)
+    if name is None:
+        raise ValueError(f"invalid interpolation ${{{body}}}")
+    rest = body[name.end() :]
+    op = next((o for o in _OPERATORS if rest.startswith(o)), "")
+    if rest and not op:
+        raise ValueError(f"invalid interpolation ${{{body}}}")
+    key = name.group()
+    present, current = key in variables, variables.get(key, "")
+
+    def arg() -> str:
+        return compose_interpolate(rest[len(op) :], variables)
+
+    if op == ":-":
+        return current if current else arg()
+    if op == "-":
+        return current if present else arg()
+    if op in (":?", "?") and (not present or (op == ":?" and not current)):
+        raise ComposeRefusal(f"required variable {key} is missing a value: {arg()}")
+    if op == ":+":
+        return arg() if current else ""
+    if op == "+":
+        return arg() if present else ""
+    return current
 
 
 def read_dotenv(text: str) -> dict[str, str]:
@@ -230,14 +275,12 @@ GRAFANA_VARIABLES = {
 
 
 def promtool() -> str:
-    """The promtool binary (Debian package `prometheus`). When it is missing the calling test fails if the `CI`
-    variable is set (CI installs it, so missing there is a broken CI) and is skipped otherwise."""
+    """The promtool binary (Debian package `prometheus`; `.ci/run` installs it). Missing, the calling test fails
+    saying how to install it: the alert rules are never left unchecked."""
     found = shutil.which("promtool")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("promtool is missing and CI is set: CI must install it (apt-get install -y prometheus)")
-    pytest.skip("promtool is not installed (Debian/Ubuntu: apt-get install -y prometheus); the rule checks need it")
+    if found is None:
+        pytest.fail("promtool is missing: install it (Debian/Ubuntu: apt-get install -y prometheus); .ci/run does")
+    return found
 
 
 def run_promtool(*args: str) -> subprocess.CompletedProcess[str]:

@@ -162,5 +162,9 @@ def test_compose_interpolation_follows_the_compose_spec() -> None:
         compose_interpolate("${EMPTY:?needed}", variables)
     with pytest.raises(ComposeRefusal, match="needed"):
         compose_interpolate("${UNSET?needed}", variables)
-    with pytest.raises(NotImplementedError):
-        compose_interpolate("${UNSET:-${SET}}", variables)
+    assert (
+        compose_interpolate("${UNSET:-${SET}} ${SET:-${UNSET:?unused}} ${UNSET:-a${EMPTY:-b}c}", variables) == "x x abc"
+    )
+    assert compose_interpolate("${UNSET:-$$}{}", variables) == "${}"
+    with pytest.raises(ComposeRefusal, match="inner"):
+        compose_interpolate("${UNSET:-${ALSO_UNSET:?inner}}", variables)
