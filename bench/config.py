@@ -15,6 +15,7 @@ from bench import corpus, profiling
 from bench.mcp_load import (
     LoadResult,
 )
+from bench.previous import Previous, Quality
 from bench.server import ServerProcess
 from bench.stats import Samples
 from memory.scope import NamespaceScope
@@ -46,6 +47,7 @@ class Config:
     workdir: Path | None
     keep: bool
     render_only: bool = False
+    stages: bool = True  # the sections measured after the report (`bench.run.STAGES`)
 
 
 def full_config(out: Path) -> Config:
@@ -141,6 +143,8 @@ class Results:
     load_before: str = ""
     load_after: str = ""
     wall_s: float = 0.0
+    previous: Previous | None = None  # the figures of the run whose RESULTS.md this one replaces
+    quality: Quality | None = None  # the recall-quality figures `hindsight eval` keeps in RESULTS.md
 
 
 # -- scopes and tokens -----------------------------------------------------------------------------------------

@@ -53,8 +53,10 @@ async def bulk_load(rt: Runtime, generator: corpus.CorpusGenerator, target: int,
 
 
 def edge_store(rt: Runtime) -> Any:
-    """The `EdgeVectorStore` under the runtime's store (which may be wrapped for tracing)."""
-    return getattr(rt.store, "_target", rt.store)
+    """The `EdgeVectorStore` under the runtime's store (wrapped for tracing, and always in the `SwitchableStore` a
+    re-embedding switches: its active index)."""
+    store = getattr(rt.store, "_target", rt.store)
+    return getattr(store, "active", store)
 
 
 Search = tuple[tuple[Any, ...], dict[str, Any]]  # the arguments of one `store.search` call

@@ -162,7 +162,8 @@ async def micro_checks(rt: Runtime, queries: Sequence[str]) -> dict[str, str]:
             times.append(time.perf_counter() - t0)
         return statistics.median(times)
 
-    embedder: Any = rt.embedder
+    embedder: Any = getattr(rt.embedder, "_target", rt.embedder)  # under a tracing wrapper, if any
+    embedder = getattr(embedder, "active", embedder)  # the model the re-embedding proxy delegates to
     model = embedder._model
     texts = corpus.CorpusGenerator(seed=99).texts(2_000)
     checks["embed 2,000 texts: wordllama model alone (numpy array)"] = (

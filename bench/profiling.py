@@ -50,7 +50,52 @@ PLUMBING = (
     "uvicorn/server.py",
 )
 HANDOFF = "event loop + thread hand-off (anyio.to_thread, wake-ups)"
+
+# The stages of one recall (issue #19), each the sum of the buckets (and thread groups) named here; a bucket
+# not named falls in "other".
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("HTTP + MCP parsing (uvicorn, h11, starlette, MCP SDK, pydantic, JSON)", (
+        "HTTP server (uvicorn, h11, starlette)", "MCP SDK (JSON-RPC, sessions, transport)",
+        "pydantic (MCP validation/serialisation)", "JSON encode/decode",
+    )),
+    ("auth (JWT verification)", ("JWT verification",)),
+    ("rate-limit gate", ("rate-limit gate",)),
+    ("gateway: tool boundary, middleware, metrics, logging", (
+        "gateway: tools, middleware", "Prometheus metrics", "OpenTelemetry spans", "logging", "idempotency + audit",
+    )),
+    ("embedding + keyword vector of the query", ("embedding (wordllama)", "sparse (BM25) encoding")),
+    ("engine: search threads (native, all queries)", ("native: edge-search",)),
+    ("engine: dense query (calling thread)", ("engine: dense query (Rust)", "engine: vector query (Rust)")),
+    ("engine: keyword query (calling thread)", ("engine: keyword query (Rust)",)),
+    ("engine: feedback keyword query (calling thread)", ("engine: feedback keyword query (Rust)",)),
+    ("engine: payload reads by id (calling thread)", ("engine: payload reads by id (Rust)",)),
+    ("payload → Memory, result conversion (store)", (
+        "payload → Memory (from_payload)", "store: filters, result conversion",
+    )),
+    ("scoring: relevance, cues, rescoring, selection", ("rescoring + selection",)),
+    ("engine service: validation, scopes, links", ("engine service: validation, ids",)),
+    ("serialisation of the answer (gateway)", ("result → JSON (gateway)",)),
+    ("access counts (background write)", ("engine: update / upsert (Rust)", "engine: scroll / lookup (Rust)")),
+    ("event loop + thread hand-off", (HANDOFF,)),
+)  # fmt: skip
+
+
+def stage_table(profile: Profile) -> list[tuple[str, float]]:
+    """CPU ms per call by stage: native thread groups from `/proc`, Python buckets from the samples."""
+    cost = {name: main + workers for name, _share, main, workers in profile.buckets}
+    cost |= {group: value for group, value in profile.thread_cpu if group.startswith("native:")}
+    rows = []
+    for stage, parts in STAGES:
+        rows.append((stage, sum(cost.pop(part, 0.0) for part in parts)))
+    rows.append(("other (interpreter, GC, stdlib, unattributed)", sum(cost.values())))
+    return rows
+
+
 RULES: tuple[tuple[str, str, str | None, str | None], ...] = (
+    ("engine: dense query (Rust)", "memory/stores/edge.py", None, "_shard.query(dense_request)"),
+    ("engine: keyword query (Rust)", "memory/stores/edge.py", None, "_shard.query(keyword_request)"),
+    ("engine: feedback keyword query (Rust)", "memory/stores/edge.py", "query_then_fetch_new", "_shard.query"),
+    ("engine: payload reads by id (Rust)", "memory/stores/edge.py", None, "_shard.retrieve"),
     ("engine: vector query (Rust)", "memory/stores/edge.py", None, "_shard.query"),
     ("engine: scroll / lookup (Rust)", "memory/stores/edge.py", None, "_shard.scroll"),
     ("engine: update / upsert (Rust)", "memory/stores/edge.py", None, "_shard.update"),
@@ -63,6 +108,10 @@ RULES: tuple[tuple[str, str, str | None, str | None], ...] = (
     ("embedding (wordllama)", "wordllama", None, None),
     ("embedding (wordllama)", "memory/embedders/wordllama", None, None),
     ("rescoring + selection", "memory/scoring.py", None, None),
+    ("rescoring + selection", "memory/ranking.py", None, None),
+    ("rescoring + selection", "memory/recall.py", None, None),
+    ("rescoring + selection", "memory/cues.py", None, None),
+    ("rescoring + selection", "memory/feedback.py", None, None),
     ("rescoring + selection", "memory/service.py", "_select", None),
     ("access-count bump (scheduling)", "memory/service.py", "_bump_access", None),
     ("access-count bump (scheduling)", "memory/service.py", "_schedule_access", None),
@@ -71,6 +120,8 @@ RULES: tuple[tuple[str, str, str | None, str | None], ...] = (
     ("engine service: validation, ids", "memory/", None, None),
     ("OpenTelemetry spans", "opentelemetry", None, None),
     ("Prometheus metrics", "prometheus_client", None, None),
+    ("rate-limit gate", "gateway/rate_limit_gate.py", None, None),
+    ("rate-limit gate", "tenancy/rate_limit", None, None),
     ("JWT verification", "jwt/", None, None),
     ("JWT verification", "tenancy/", None, None),
     ("JWT verification", "cryptography", None, None),
@@ -87,6 +138,8 @@ RULES: tuple[tuple[str, str, str | None, str | None], ...] = (
     ("JSON encode/decode", "json/", None, None),
     ("HTTP server (uvicorn, h11, starlette)", "uvicorn/", None, None),
     ("HTTP server (uvicorn, h11, starlette)", "h11/", None, None),
+    ("HTTP server (uvicorn, h11, starlette)", "httptools/", None, None),
+    ("HTTP server (uvicorn, h11, starlette)", "uvloop/", None, None),
     ("HTTP server (uvicorn, h11, starlette)", "starlette/", None, None),
     ("HTTP client (httpx2): bench process", "httpx2/", None, None),
     ("HTTP client (httpx2): bench process", "httpcore", None, None),

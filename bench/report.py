@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 from bench.config import Ingest, Results, SizeResult
-from bench.profiling import Profile
+from bench.profiling import Profile, stage_table
 from bench.stats import Samples, ms, ratio, size_label, times
 
 FINDINGS = Path(__file__).with_name("FINDINGS.md")
@@ -123,12 +123,14 @@ def recall(results: Results) -> list[str]:
     ratio_rows = []
     for size in results.sizes:
         r = size.recall
-        a, b, c, e = r.get("mcp"), r.get("service"), r.get("store"), r.get("embed")
-        if not (a and b and c and e):
+        a, b, c, e, engine = r.get("mcp"), r.get("service"), r.get("store"), r.get("embed"), r.get("engine")
+        if not (a and b and c and e and engine):
             continue
         ratio_rows.append(
             [
                 size_label(size.size),
+                times(ratio(a.p50, engine.p50)),
+                times(ratio(a.p99, engine.p99)),
                 times(ratio(a.p50, c.p50)),
                 times(ratio(a.p99, c.p99)),
                 times(ratio(b.p50, c.p50)),
@@ -139,10 +141,62 @@ def recall(results: Results) -> list[str]:
         )
     lines += ["### Ratios (same run)", ""]
     lines += _table(
-        ["memories", "a/c p50", "a/c p99", "b/c p50", "b/c p99", "b / (c + embedding) p50", "a − b p50 (ms)"],
+        [
+            "memories",
+            "MCP / engine p50",
+            "MCP / engine p99",
+            "a/c p50",
+            "a/c p99",
+            "b/c p50",
+            "b/c p99",
+            "b / (c + embedding) p50",
+            "a − b p50 (ms)",
+        ],
         ratio_rows,
     )
-    return lines
+    return lines + beside_previous(results)
+
+
+def quality_note(results: Results) -> str:
+    """The two recall-quality figures this build's latency goes with (the last `hindsight eval` runs)."""
+    q = results.quality
+    if q is None or q.locomo_recall10 is None or q.memorybank_recall5 is None:
+        return "Recall quality: no `hindsight eval` figures in RESULTS.md yet."
+    return (
+        f"Recall quality of the build (last `hindsight eval` runs kept below): LoCoMo dev recall@10 "
+        f"{q.locomo_recall10:.3f} ({q.locomo_note}), MemoryBank Chinese recall@5 {q.memorybank_recall5:.3f} / "
+        f"MRR {q.memorybank_mrr or 0:.3f} ({q.memorybank_note})."
+    )
+
+
+def beside_previous(results: Results) -> list[str]:
+    """Recall over HTTP MCP by size beside the run this report replaces, with the quality it goes with."""
+    before = results.previous
+    rows = []
+    for size in results.sizes:
+        a, engine = size.recall.get("mcp"), size.recall.get("engine")
+        if not a:
+            continue
+        label = size_label(size.size)
+        old = before.mcp.get(label) if before else None
+        rows.append(
+            [
+                label,
+                ms(a.p50),
+                ms(a.p99),
+                ms(old[0]) if old else "–",
+                ms(old[1]) if old else "–",
+                times(ratio(a.p50, engine.p50)) if engine else "–",
+            ]
+        )
+    where = f" ({before.commit}, {before.date}, load at start {before.load})" if before and before.commit else ""
+    return [
+        "### HTTP MCP recall beside the previous run",
+        "",
+        f"Milliseconds; 'previous' = the figures of the RESULTS.md this run replaced{where}. {quality_note(results)}",
+        "",
+        *_table(["memories", "p50", "p99", "previous p50", "previous p99", "MCP / engine p50"], rows),
+    ]
 
 
 def fanout(results: Results) -> list[str]:
@@ -247,18 +301,22 @@ def _ingest_row(label: str, count: int, ing: Ingest) -> list[str]:
 
 def concurrency(results: Results) -> list[str]:
     rows = []
+    before = results.previous.concurrency if results.previous else {}
     for load in results.concurrency:
         s = load.samples
+        old = before.get(load.clients)
         rows.append(
             [
                 str(load.clients),
                 f"{load.requests:,}",
                 f"{load.throughput:,.0f}",
+                f"{old[0]:,.0f}" if old else "–",
                 ms(s.p50),
                 ms(s.p95),
                 ms(s.p99),
                 f"{load.server_cpu / load.seconds:.2f}",
                 f"{load.server_cpu / load.requests * 1000:.1f}",
+                f"{old[1]:.1f}" if old else "–",
                 f"{load.client_cpu / load.seconds:.2f}",
                 f"{load.client_cpu / load.requests * 1000:.1f}",
             ]
@@ -270,18 +328,20 @@ def concurrency(results: Results) -> list[str]:
         f"{largest} memories, all 100 namespaces granted; N `mcp.Client` sessions (own HTTP connection each) in "
         f"the bench process call `recall_memory` back to back for {results.config.load_seconds:.0f} s. The load "
         "generator shares the 2 cores with the server: its CPU use is shown beside the server's (cores = CPU "
-        "seconds / wall seconds).",
+        "seconds / wall seconds). 'previous' = the run this report replaced (see the ratios section).",
         "",
         *_table(
             [
                 "clients",
                 "requests",
                 "recalls/s",
+                "previous recalls/s",
                 "p50 ms",
                 "p95 ms",
                 "p99 ms",
                 "server CPU (cores)",
                 "server CPU ms/recall",
+                "previous server CPU ms/recall",
                 "client CPU (cores)",
                 "client CPU ms/recall",
             ],
@@ -362,7 +422,18 @@ def targets(results: Results) -> list[str]:
 
     if a:
         add(f"recall p99 through HTTP MCP at {label} ≤ 15 ms", a.p99, 15, "ms")
+        add(f"recall p50 through HTTP MCP at {label} ≤ 8 ms (issue #19)", a.p50, 8, "ms")
         add(f"recall p50 through HTTP MCP at {label} ≤ 5 ms", a.p50, 5, "ms")
+    if results.concurrency:
+        widest = max(results.concurrency, key=lambda load: load.clients)
+        add(
+            f"server CPU per recall at {widest.clients} clients ≤ 6 ms",
+            widest.server_cpu / widest.requests * 1000,
+            6,
+            "ms",
+        )
+        met = "met" if widest.throughput >= 250 else "not met"
+        rows.append([f"recalls/s at {widest.clients} clients ≥ 250", f"{widest.throughput:,.0f} /s", met])
     if b and c and e:
         add(
             f"in-process recall p50 ≤ 2× (raw store + query embedding) at {label}",
@@ -375,9 +446,9 @@ def targets(results: Results) -> list[str]:
     if bulk_s:
         rate = bulk_count / bulk_s
         rows.append(["ingestion ≥ 1,000 memories/s batched", f"{rate:,.0f} /s", "met" if rate >= 1000 else "not met"])
-    note = []
+    note = [quality_note(results), ""]
     if results.config.quick:
-        note = ["Quick run: the sizes are small, so these rows only show that the checks work.", ""]
+        note += ["Quick run: the sizes are small, so these rows only show that the checks work.", ""]
     return ["## Targets", "", *note, *_table(["target", "measured", "status"], rows, "lrl")]
 
 
@@ -385,7 +456,7 @@ def profile_section(results: Results) -> list[str]:
     lines = [
         "## Profile",
         "",
-        "Before numbers (no fix applied), at the largest size, one client calling the tool in a loop. Per profile: "
+        "At the largest size, one client calling the tool in a loop. Per profile: "
         "CPU per call of each thread group read from `/proc` (exact, includes the engine's native search threads), "
         "then py-spy samples of the Python threads (250 Hz, idle samples left out) bucketed by the innermost frame "
         "that matches a rule in `bench/profiling.py` (engine calls by the source line that calls the shard; "
@@ -394,11 +465,31 @@ def profile_section(results: Results) -> list[str]:
         "`bench/profiles/` (not committed).",
         "",
     ]
+    lines += stages(results)
     for profile in results.profiles:
         lines += _profile(profile)
     lines += ["### Micro-checks", ""]
     lines += _table(["measurement", "result"], [[k, v] for k, v in results.checks.items()], "lr")
     return lines
+
+
+def stages(results: Results) -> list[str]:
+    """CPU of one recall over HTTP MCP by stage, from the first profile (the server under MCP recall)."""
+    recall = next((p for p in results.profiles if p.thread_cpu and "recall" in p.title), None)
+    if recall is None or not recall.operations:
+        return []
+    rows = [[stage, f"{value:.2f}"] for stage, value in stage_table(recall) if value >= 0.005]
+    rows.append(["total (all threads, `/proc`)", f"{sum(v for _, v in recall.thread_cpu):.2f}"])
+    return [
+        "### CPU by stage: one recall over HTTP MCP",
+        "",
+        f"From the profile '{recall.title}' below: the engine's native search threads from `/proc` (they serve "
+        "every engine query of the recall), every other stage from py-spy's samples of the Python threads "
+        "(main and workers; an engine query's row is the time its calling thread spends inside the engine "
+        "call). Sampling makes the Python rows estimates: they sum to the sampled share of the `/proc` total.",
+        "",
+        *_table(["stage", "CPU ms per recall"], rows, "lr"),
+    ]
 
 
 def _profile(p: Profile) -> list[str]:

@@ -38,6 +38,7 @@ from bench import (
     expired_plans,
     extraction_quality,
     hostile,
+    ingest,
     isolation,
 )
 from bench.config import (
@@ -63,6 +64,7 @@ from bench.mcp_load import (
     recall_latency,
     write_latency,
 )
+from bench.previous import read_previous, read_quality
 from bench.procinfo import disk_bytes, load_average, machine_info
 from bench.profile_stage import profile_stage
 from bench.server import REPO
@@ -105,8 +107,9 @@ async def size_stage(
     async with open_runtime(settings_for(data_dir)) as rt:
         if getattr(rt.memories, "hybrid", False):
             results.recall_mode = (
-                "hybrid (a dense and a BM25 keyword query, then a keyword query with pseudo-relevance feedback "
-                "that reads payloads only for hits the first did not return; scores mixed in the engine)"
+                "hybrid (a dense and a BM25 keyword query, then a keyword query with pseudo-relevance feedback; "
+                "each keyword query reads payloads and vectors only for hits not already held; scores mixed in "
+                "the engine)"
             )
         result.ingest = await bulk_load(rt, generator, size, cfg.batch)
         result.disk = disk_breakdown(data_dir)
@@ -219,6 +222,9 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     parser.add_argument("--workdir", type=Path, help="parent of the temporary data directory")
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     parser.add_argument(
+        "--no-stages", action="store_true", help="skip the sections measured after the report (they keep theirs)"
+    )
+    parser.add_argument(
         "--render-only", action="store_true", help="re-render the report from the last run's saved results"
     )
     args = parser.parse_args(argv)
@@ -235,6 +241,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     if args.profile_seconds:
         cfg.profile_seconds = args.profile_seconds
     cfg.workdir, cfg.keep, cfg.render_only = args.workdir, args.keep, args.render_only
+    cfg.stages = not args.no_stages
     return cfg
 
 
@@ -258,6 +265,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("recall answers: characters per hit, lean and full, and token budgets", answer_size),
     ("cross-lingual recall: a memory in one language, a question in the other", crosslingual),
     ("embedders: what a write and a recall cost with each, English and Chinese", embedder_cost),
+    ("ingestion over MCP: write_memory one by one, write_memories batched, 1 and 8 clients", ingest),
     ("extracted facts beside raw turns: recall of the evidence, English and Chinese", extraction_quality),
 )
 
@@ -274,17 +282,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         quiet_logging()
         results = anyio.run(run, cfg)
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        saved.write_bytes(pickle.dumps(results))
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
     previous = cfg.out.read_text() if cfg.out.exists() else ""
+    if not cfg.render_only:  # a re-render keeps the previous run it was first rendered beside
+        results.previous = read_previous(previous)
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_bytes(pickle.dumps(results))
+    results.quality = read_quality(previous)
     cfg.out.write_text(render(results))
     for begin, end_marker in KEPT:  # the `hindsight eval` sections, measured by their own commands
         if begin in previous and end_marker in previous:
             start, end = previous.index(begin), previous.index(end_marker) + len(end_marker)
             write_between(cfg.out, previous[start:end] + "\n", begin, end_marker)
     for label, stage in STAGES:  # sections measured after the report; re-rendering keeps the last ones
-        if not cfg.render_only:
+        if not cfg.render_only and cfg.stages:
             say(label)
             stage.write_section(cfg.out, stage.render(anyio.run(stage.measure, cfg.quick, cfg.workdir)))
         elif stage.BEGIN in previous and stage.END in previous:

@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway.cli_errors import CommandFailed, UsageError, http_client, tool_body
 from gateway.progress import progress_bar
+from memory.stores.active_index import read_pointer
 from ops.config import Settings
 from tenancy import mint_token
 
@@ -45,7 +46,8 @@ def data_dir_in_use(settings: Settings) -> bool:
     (`memory/stores/edge.py`) still decides."""
     if settings.qdrant_url:
         return False
-    lock = settings.data_dir / "vectors" / "LOCK"
+    active = read_pointer(settings.data_dir).directory  # the active index (a re-embedding may have moved it)
+    lock = settings.data_dir / active / "LOCK"
     try:
         fd = os.open(lock, os.O_RDWR)
     except FileNotFoundError:

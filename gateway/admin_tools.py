@@ -1,6 +1,6 @@
-"""Admin MCP tools for a namespace's lifecycle (`memory:admin`): export to JSONL records, import them
-(re-embedded with the current model; the whole batch checked before the first write), and purge (the only hard
-delete)."""
+"""Admin MCP tools for a namespace's lifecycle (`memory:admin`): export to JSONL records (forgotten and archived
+ones too), import them (re-embedded with the current model; the whole batch checked before the first write; a
+record exported as forgotten or archived is stored so), and purge (the only hard delete)."""
 
 from __future__ import annotations
 
@@ -30,9 +30,22 @@ from memory.validation import (
     check_tags,
     parse_instant,
 )
+from memory.values import check_text
 from tenancy import SCOPE_ADMIN, Principal
 
 AdminNamespace = Annotated[str, Field(description="The namespace to act on, e.g. 'user:42'.")]
+MAX_REASON_CHARS = 500
+
+
+def check_archive_reason(value: object, archived: bool) -> str | None:
+    """The reason an exported archived record was archived with (none for a record that is not archived)."""
+    if not archived:
+        return None
+    if value is None:
+        return "imported as archived"
+    if not isinstance(value, str) or len(value) > MAX_REASON_CHARS:
+        raise InvalidArgument(f"archive_reason must be a string of at most {MAX_REASON_CHARS} characters")
+    return check_text(value, "archive_reason")
 
 
 def check_records(
@@ -66,6 +79,8 @@ def check_records(
                 imported=True,
                 deleted_at=times["deleted_at"],  # a record exported as forgotten is stored forgotten, in one step
                 delete_reason="imported as deleted" if times["deleted_at"] is not None else None,
+                archived_at=times["archived_at"],  # and one exported as archived is stored archived
+                archive_reason=check_archive_reason(record.get("archive_reason"), times["archived_at"] is not None),
             )
         except InvalidArgument as exc:
             message = exc.message if exc.message.startswith(where) else f"{where}: {exc.message}"
@@ -101,8 +116,8 @@ def register_admin_tools(server: MCPServer) -> None:
         limit: Annotated[int | None, Field(description="Records per page (default 50).")] = None,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
     ) -> ExportAnswer:
-        """Admin: export one namespace's memories (content, metadata, provenance, deleted ones too) as JSON
-        records, a page at a time. Each record is one JSONL line for import_memories."""
+        """Admin: export one namespace's memories (content, metadata, provenance, forgotten and archived ones
+        too) as JSON records, a page at a time. Each record is one JSONL line for import_memories."""
         call = current_call()
         page = await call.runtime.memories.list(
             call.scope, ListRequest(namespace=namespace, include_deleted=True, limit=limit, cursor=cursor)

@@ -44,6 +44,11 @@ class Record(TypedDict):
     supersedes: list[str]
     superseded_by: str | None
     source: Source
+    archived_at: Annotated[Instant | None, Field(description="In the archive since then (restore_memory).")]
+    archive_reason: Annotated[str | None, Field(description="Why: 'idle' (old, rarely used) or 'capacity'.")]
+    stored_at: Annotated[
+        Instant | None, Field(description="When the gateway took it in (created_at is when it happened).")
+    ]
 
 
 class ScoreParts(TypedDict):
@@ -54,6 +59,9 @@ class ScoreParts(TypedDict):
     dense_similarity: NotRequired[float]
     keyword: NotRequired[float]
     cues: list[str]
+    consolidated_from: NotRequired[
+        Annotated[int, Field(description="A semantic memory consolidated from this many episodes (metadata.sources).")]
+    ]
 
 
 class Hit(TypedDict):
@@ -66,6 +74,9 @@ class Hit(TypedDict):
     score: float
     via: NotRequired[Annotated[str, Field(description="The superseded memory the query matched; this replaced it.")]]
     passed_plan: NotRequired[Annotated[bool, Field(description="A plan whose day has passed: history.")]]
+    archived: NotRequired[
+        Annotated[bool, Field(description="From the archive (include_archived); restore_memory brings it back.")]
+    ]
     source_event_ids: NotRequired[
         Annotated[list[str], Field(description="Extracted from these events of its session (list_events).")]
     ]
@@ -86,6 +97,9 @@ class Hit(TypedDict):
     supersedes: NotRequired[list[str]]
     superseded_by: NotRequired[str | None]
     source: NotRequired[Source]
+    archived_at: NotRequired[Instant | None]
+    archive_reason: NotRequired[str | None]
+    stored_at: NotRequired[Instant | None]
 
 
 class RecallAnswer(TypedDict):

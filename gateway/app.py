@@ -129,7 +129,12 @@ def create_app(
     mcp_endpoint = StatelessMcpMethods(
         post=McpAuthGate(
             RateLimitGate(
-                StreamableHTTPASGIApp(mcp.session_manager), settings, holder.current, mcp.is_mutating, count_rejection
+                StreamableHTTPASGIApp(mcp.session_manager),
+                settings,
+                holder.current,
+                mcp.is_mutating,
+                count_rejection,
+                units=mcp.call_units,
             ),
             settings.resource_metadata_url,
         ),

@@ -25,8 +25,9 @@ from memory.validation import REQUEST_ID_PATTERN, SESSION_ID_PATTERN, EngineLimi
 from memory.values import MAX_JSON_DEPTH, check_json_value, string_problem
 
 STRICT = ConfigDict(strict=True, extra="forbid", arbitrary_types_allowed=True)
-# Arguments that hold JSON values further down, and how far: import_memories' records (a list of objects)
-HOLDERS = {"records": 2}
+# Arguments that hold JSON values further down, and how far: import_memories' records, write_memories' items
+# (lists of objects)
+HOLDERS = {"records": 2, "items": 2}
 JSON_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array"}
 
 
@@ -113,16 +114,19 @@ def bounds(limits: EngineLimits) -> dict[str, dict[str, Any]]:
         "namespaces": namespaces,
         "share_to": namespaces,
         "records": {"maxItems": MAX_IMPORT_BATCH},
+        "items": {"maxItems": limits.max_batch_items},
     }
 
 
 def publish_bounds(parameters: dict[str, Any], limits: EngineLimits) -> None:
     """Add `bounds(limits)` to the schema of each argument of a tool's `inputSchema` that has one: to the
-    non-null branch of an optional argument."""
+    non-null branch of an optional argument; the same for the fields of the objects an argument holds
+    (`$defs`: write_memories' items)."""
     table = bounds(limits)
-    for name, schema in parameters.get("properties", {}).items():
-        if name not in table:
-            continue
-        branches = [b for b in schema.get("anyOf", [schema]) if b.get("type") not in (None, "null")]
-        for branch in branches:
-            branch.update(table[name])
+    for holder in [parameters, *parameters.get("$defs", {}).values()]:
+        for name, schema in holder.get("properties", {}).items():
+            if name not in table:
+                continue
+            branches = [b for b in schema.get("anyOf", [schema]) if b.get("type") not in (None, "null")]
+            for branch in branches:
+                branch.update(table[name])

@@ -30,6 +30,7 @@ def audit_event(
         if isinstance(body.get("id"), str):
             ids.append(body["id"])
         ids += [i for i in body.get("extracted", []) if isinstance(i, str)]
+        ids += [r["id"] for r in body.get("results", []) if isinstance(r, dict) and isinstance(r.get("id"), str)]
         namespace = body.get("namespace", namespace)
     elif isinstance(arguments.get("id"), str):
         ids.append(arguments["id"])

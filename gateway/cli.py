@@ -24,10 +24,12 @@ from pydantic import ValidationError
 from gateway.admin_cli import add_admin_commands, data_dir_in_use
 from gateway.cli_errors import EXIT_USAGE, CommandFailed, UsageError, describe
 from gateway.eval_cli import add_eval_commands
+from gateway.reembed_cli import add_reembed_command
+from gateway.reembed_tools import SCOPE_OPERATOR
 from ops.config import Settings
 from ops.logging import configure_logging
 from ops.version import VERSION
-from tenancy import mint_token
+from tenancy import SCOPE_READ, SCOPE_WRITE, mint_token
 
 QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")  # one INFO line per HTTP request otherwise
 
@@ -48,7 +50,7 @@ def _secret(settings: Settings) -> str:
 
 def mint_from_args(settings: Settings, args: argparse.Namespace) -> str:
     read, write = _csv(args.read), _csv(args.write)
-    if not (read or write or args.admin):
+    if not (read or write or args.admin or args.operator):
         raise UsageError("a token needs namespaces: pass --read and/or --write (comma-separated), or --admin")
     try:
         return _mint(settings, args, read, write)
@@ -64,6 +66,7 @@ def _mint(settings: Settings, args: argparse.Namespace, read: list[str], write: 
         read=read,
         write=write,
         admin=args.admin,
+        scopes=[SCOPE_READ, SCOPE_WRITE, SCOPE_OPERATOR] if args.operator else None,
         ttl_seconds=args.ttl,
         issuer=settings.jwt_issuer,
         audience=settings.jwt_audience,
@@ -191,10 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--read", default="", help="comma-separated readable namespaces")
     token.add_argument("--write", default="", help="comma-separated writable namespaces")
     token.add_argument("--admin", action="store_true", help="grant memory:admin (every namespace of the tenant)")
+    token.add_argument("--operator", action="store_true", help="grant hindsight:operator (reembed, every tenant)")
     token.add_argument("--ttl", type=int, default=86_400, help="lifetime in seconds (default 86400)")
     token.set_defaults(func=cmd_token)
 
     add_admin_commands(sub)
+    add_reembed_command(sub)
     add_eval_commands(sub)
     for command in commands(parser):
         command.add_argument(

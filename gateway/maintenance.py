@@ -1,6 +1,6 @@
-"""Scheduled memory maintenance (expiry, capacity eviction, consolidation) for every tenant, off the request
-path; also what `hindsight maintain` runs once. Each tenant is maintained under its own admin scope, built by
-`tenancy/` like any other scope, so maintenance obeys the same isolation as tools.
+"""Scheduled memory maintenance (expiry, archiving, capacity eviction to the archive, consolidation) for every
+tenant, off the request path; also what `hindsight maintain` runs once. Each tenant is maintained under its own
+admin scope, built by `tenancy/` like any other scope, so maintenance obeys the same isolation as tools.
 
 Nothing here may end the runtime: each tenant's pass, each namespace step inside it (`memory/maintenance.py`) and
 each gauge sample is contained by the `Supervisor` (logged with the tenant, counted in
@@ -17,6 +17,7 @@ import anyio
 
 from gateway.background import Supervisor
 from gateway.runtime import Runtime
+from memory.archive import ArchivePolicy
 from memory.forgetting import ForgettingPolicy
 from memory.maintenance import MaintenanceReport, maintain_tenant
 from memory.models import MemoryKind
@@ -42,6 +43,11 @@ def forgetting_policy(runtime: Runtime) -> ForgettingPolicy:
     )
 
 
+def archive_policy(runtime: Runtime) -> ArchivePolicy:
+    settings = runtime.settings
+    return ArchivePolicy(after_days=settings.archive_after_days, max_access_count=settings.archive_max_access_count)
+
+
 async def maintain_all(
     runtime: Runtime, tenants: list[str] | None = None, supervisor: Supervisor | None = None
 ) -> dict[str, dict[str, Any]]:
@@ -52,7 +58,11 @@ async def maintain_all(
     for tenant in tenants if tenants is not None else await runtime.store.tenants():
         with supervisor.contain("memory_maintenance", tenant=tenant):
             report: MaintenanceReport = await maintain_tenant(
-                runtime.memories, admin_scope(tenant), forgetting_policy(runtime), summarizer=runtime.summarizer
+                runtime.memories,
+                admin_scope(tenant),
+                forgetting_policy(runtime),
+                summarizer=runtime.summarizer,
+                archive=archive_policy(runtime),
             )
             supervisor.count("memory_maintenance", len(report.failed))  # steps that failed, logged in the pass
             reports[tenant] = asdict(report)

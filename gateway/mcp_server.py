@@ -13,9 +13,11 @@ from mcp_types import Tool as MCPTool
 
 from gateway.admin_tools import register_admin_tools
 from gateway.arguments import make_strict, publish_bounds
+from gateway.batch_tools import register_batch_tools
 from gateway.debug_tools import register_debug_tools
 from gateway.feedback_tools import register_feedback_tools
 from gateway.observability import Telemetry
+from gateway.reembed_tools import register_reembed_tools
 from gateway.session_tools import register_session_tools
 from gateway.tool_support import RuntimeHolder, ToolBoundary, ToolPolicy, current_principal
 from gateway.tools import register_tools
@@ -72,6 +74,15 @@ class GatewayMCPServer(MCPServer):
         tool = self._tool_manager.get_tool(name)
         return tool is not None and ToolPolicy.of(tool).mutating
 
+    def call_units(self, name: str, arguments: object) -> int:
+        """What a call costs in rate-limit tokens: the number of its items for a batch tool (one per item,
+        `ToolPolicy.per_item`), else 1; read from the arguments as sent, before the tool checks them."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is None or not ToolPolicy.of(tool).per_item or not isinstance(arguments, dict):
+            return 1
+        items = arguments.get("items")
+        return max(1, len(items)) if isinstance(items, list) else 1
+
     async def list_tools(self) -> list[MCPTool]:
         """The tools the calling token's scopes allow (all of them outside a request: in-process use)."""
         tools = await super().list_tools()
@@ -98,8 +109,10 @@ def build_mcp_server(holder: RuntimeHolder, telemetry: Telemetry, limits: Engine
         ToolBoundary(holder, telemetry), limits, name="hindsight", instructions=INSTRUCTIONS, version=VERSION
     )
     register_tools(server)
+    register_batch_tools(server)
     register_feedback_tools(server)
     register_session_tools(server)
     register_admin_tools(server)
     register_debug_tools(server)
+    register_reembed_tools(server)
     return server

@@ -7,7 +7,8 @@ gateway has no runtime (starting or stopping). Then, when rate limits are on, it
 
 - a `tools/call` of a mutating tool (one whose annotations are not `readOnlyHint`) is a *write*, any other
   `tools/call` a *read*: one token from the caller's
-  subject bucket and tenant bucket of that kind, atomically;
+  subject bucket and tenant bucket of that kind, atomically; a batch (`write_memories`) costs one token per
+  item (`units`), and one larger than a bucket's burst is let through from a full bucket, leaving it in debt;
 - any other JSON-RPC message (`initialize`, `server/discover`, `tools/list`, `ping`, notifications, responses)
   is *protocol*: one token from the subject's protocol bucket, a generous one of its own, so reconnecting
   clients never spend the tokens of tool calls;
@@ -52,6 +53,8 @@ from tenancy.limits import Bucket, tenant_prefix
 logger = logging.getLogger("hindsight.ratelimit")
 
 IsMutating = Callable[[str], bool]  # whether a tool changes anything: its annotations (GatewayMCPServer)
+# how many tokens a call of a tool with these arguments costs: 1, or a batch's items (GatewayMCPServer.call_units)
+CallUnits = Callable[[str, object], int]
 
 CallKind = Literal["read", "write", "protocol"]
 
@@ -65,6 +68,7 @@ class CallFacts:
     request_id: RequestId | None = None
     tool: str | None = None
     request_id_argument: object = None
+    arguments: object = None  # the `tools/call`'s arguments as sent (a batch's size is read from them)
 
 
 def read_call(body: bytes, mutating: IsMutating) -> CallFacts:
@@ -88,7 +92,8 @@ def read_call(body: bytes, mutating: IsMutating) -> CallFacts:
     params = message.get("params")
     arguments = params.get("arguments") if isinstance(params, dict) else None
     argument = arguments.get("request_id") if isinstance(arguments, dict) else None
-    return CallFacts("write" if tool is not None and mutating(tool) else "read", request_id, tool, argument)
+    kind: CallKind = "write" if tool is not None and mutating(tool) else "read"
+    return CallFacts(kind, request_id, tool, argument, arguments)
 
 
 def _batch_kind(messages: list[object], mutating: IsMutating) -> CallKind:
@@ -160,10 +165,12 @@ class RateLimitGate:
         runtime: Callable[[], Runtime | None],
         mutating: IsMutating,
         on_reject: RejectionObserver | None = None,
+        units: CallUnits | None = None,
     ) -> None:
         self.app = app
         self.settings = settings
         self.mutating = mutating
+        self.units = units
         self.runtime = runtime
         self.on_reject = on_reject
 
@@ -205,7 +212,8 @@ class RateLimitGate:
         if facts.kind == "write" and await self._answer_is_stored(runtime, principal, facts):
             facts = replace(facts, kind="read")  # a replay reads the stored answer: no write token
         try:
-            decision = await limiter.acquire(buckets_for(principal, facts.kind, self.settings))
+            cost = self.units(facts.tool, facts.arguments) if self.units and facts.tool else 1
+            decision = await limiter.acquire(buckets_for(principal, facts.kind, self.settings), cost)
         except BackendUnavailable as exc:
             if self.settings.rate_limit_fail_open:
                 logger.warning("rate limiter unavailable, failing open: %s", exc.message)

@@ -11,6 +11,7 @@ import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -32,11 +33,16 @@ from memory.recall_log import RecallLog
 from memory.scoring import ScoringWeights, calibrated_shares
 from memory.service import MemoryService
 from memory.sessions import SessionService
+from memory.stores.active_index import active_directory
 from memory.stores.edge import EdgeVectorStore
+from memory.stores.switchable import SwitchableEmbedder, SwitchableStore
 from memory.tokens import encoding
 from memory.validation import EngineLimits
 from ops.config import Settings
 from tenancy.limits import IdempotencyStore, RateLimiter
+
+if TYPE_CHECKING:
+    from gateway.reembed import Reembedder
 
 logger = logging.getLogger("hindsight.runtime")
 
@@ -55,6 +61,7 @@ class Runtime:
     agent_sessions: AgentSessions
     summarizer: ChatSummarizer | None = None
     recall_log: RecallLog | None = None  # the opted-in tenants' recalls (gateway.recall_logging)
+    reembedder: Reembedder | None = None  # embedding-model migrations (gateway.reembed)
 
 
 def engine_limits(settings: Settings) -> EngineLimits:
@@ -62,6 +69,7 @@ def engine_limits(settings: Settings) -> EngineLimits:
         max_content_chars=settings.max_content_chars,
         default_top_k=min(settings.default_top_k, settings.max_top_k),
         max_top_k=settings.max_top_k,
+        max_batch_items=settings.max_batch_items,
         working_window=settings.working_memory_turns,
         working_ttl_seconds=settings.working_memory_ttl_seconds,
     )
@@ -141,6 +149,7 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
     if settings.qdrant_url:
         from qdrant_client import AsyncQdrantClient
 
+        from memory.stores.qdrant_alias import collection_to_open
         from memory.stores.qdrant_server import QdrantServerStore
 
         if settings.qdrant_url == ":memory:":  # qdrant-client's local mode: the server code path, for tests
@@ -149,14 +158,20 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
             api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
             timeout = max(1, math.ceil(settings.backend_timeout_seconds))
             client = AsyncQdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=timeout)
-        return await QdrantServerStore.open(
-            client,
-            collection_prefix=settings.qdrant_collection_prefix,
-            model_id=embedder.model_id,
-            dimension=embedder.dimension,
-            call_timeout=settings.backend_timeout_seconds,
-        )
-    store_path = settings.data_dir / "vectors"
+        try:  # through the alias a re-embedding switched, if any (memory.stores.qdrant_alias)
+            aliased = await collection_to_open(client, settings.qdrant_collection_prefix, embedder.model_id)
+            return await QdrantServerStore.open(
+                client,
+                collection_prefix=settings.qdrant_collection_prefix,
+                model_id=embedder.model_id,
+                dimension=embedder.dimension,
+                collection=aliased,
+                call_timeout=settings.backend_timeout_seconds,
+            )
+        except BaseException:
+            await client.close()
+            raise
+    store_path = active_directory(settings.data_dir, embedder.model_id)  # the one a re-embedding switched to
     return await anyio.to_thread.run_sync(
         lambda: EdgeVectorStore.open(store_path, model_id=embedder.model_id, dimension=embedder.dimension)
     )
@@ -175,9 +190,15 @@ async def open_runtime(
     maintenance, access-count flushes), which never end the runtime, and watches the runtime's task group."""
     clock = clock or SystemClock()
     supervisor = supervisor or Supervisor()
-    embedder = raw_embedder = await open_embedder(settings)
+    raw_embedder = await open_embedder(settings)
     await anyio.to_thread.run_sync(encoding)  # the budget tokenizer loads here (~0.2 s), not in the first recall
-    store = await open_vector_store(settings, embedder)
+    # both held for the runtime's life; a re-embedding switches what they delegate to (gateway.reembed)
+    switchable = SwitchableStore(
+        await open_vector_store(settings, raw_embedder), raw_embedder.model_id, raw_embedder.dimension
+    )
+    embedders = SwitchableEmbedder(raw_embedder)
+    embedder: Embedder = embedders
+    store: VectorStore = switchable
     shared = shared_state(settings, clock)
     working, idempotency, limiter, close_shared = shared.working, shared.idempotency, shared.limiter, shared.close
     if tracer is not None:
@@ -236,25 +257,30 @@ async def open_runtime(
         summarizer,
         recall_log=shared.recall_log,
     )
+    from gateway.reembed import Reembedder  # it builds on this module
+
+    runtime.reembedder = Reembedder(runtime, switchable, embedders)
     try:
         async with anyio.create_task_group() as task_group:
             await supervisor.watch("runtime", task_group)
             memories.access.report_errors_to(lambda: supervisor.count("access_flush"))
             memories.attach_task_group(task_group)
+            runtime.reembedder.attach_task_group(task_group)
             task_group.start_soon(_maintenance_loop, store, settings.maintenance_interval_seconds, supervisor)
             try:
                 yield runtime
                 supervisor.stopping()  # left on purpose (not by a failure thrown in here)
             finally:
                 memories.attach_task_group(None)
+                runtime.reembedder.attach_task_group(None)
                 await memories.drain()
                 task_group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             await close_shared()
             await store.close()
-            if isinstance(raw_embedder, RemoteEmbedder):
-                await raw_embedder.close()
+            if isinstance(embedders.active, RemoteEmbedder):  # the one in use (a switch closed the one before)
+                await embedders.active.close()
             if chat is not None:
                 await chat.close()
 

@@ -8,7 +8,7 @@ from typing import Any, cast
 from gateway.answers import Hit, RecallAnswer, Record, SessionAnswer, WriteExplanation
 from gateway.errors import json_text
 from memory.linking import pipeline_notes
-from memory.models import Memory, RecallHit, WorkingMemory, WriteOutcome
+from memory.models import Memory, MemoryKind, RecallHit, WorkingMemory, WriteOutcome
 from memory.tokens import count_tokens
 
 # The fields of an exported record (`memory_json`), and those of them that are times
@@ -16,10 +16,12 @@ RECORD_FIELDS = frozenset(
     {
         "id", "namespace", "kind", "content", "importance", "tags", "metadata", "session_id", "follows",
         "created_at", "updated_at", "last_accessed_at", "access_count", "expires_at", "deleted_at", "origin_id",
-        "supersedes", "superseded_by", "source",
+        "supersedes", "superseded_by", "source", "archived_at", "archive_reason", "stored_at",
     }
 )  # fmt: skip
-TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "expires_at", "deleted_at")
+TIME_FIELDS = (
+    "created_at", "updated_at", "last_accessed_at", "expires_at", "deleted_at", "archived_at", "stored_at",
+)  # fmt: skip
 
 
 def iso(value: datetime | None) -> str | None:
@@ -47,6 +49,9 @@ def memory_json(memory: Memory) -> Record:
         "supersedes": memory.supersedes,
         "superseded_by": memory.superseded_by,
         "source": {"subject": memory.source.subject, "request_id": memory.source.request_id},
+        "archived_at": iso(memory.archived_at),  # in the archive since then (`memory.archive`), and why
+        "archive_reason": memory.archive_reason,
+        "stored_at": iso(memory.stored_at),  # when the gateway took it in (an import: when it was imported)
     }
     return cast(Record, record)
 
@@ -62,6 +67,8 @@ def hit_json(hit: RecallHit, *, full: bool = False, explain: bool = False) -> Hi
     body["score"] = round(hit.scores.score, 6)
     if hit.via is not None:
         body["via"] = hit.via  # the query matched this superseded memory; this hit is what replaced it
+    if memory.archived_at is not None:
+        body["archived"] = True  # from the archive (include_archived): restore_memory puts it back
     if "passed_plan" in hit.scores.cues:
         body["passed_plan"] = True  # a plan whose day has passed: history, not the present
     sources = memory.metadata.get("source_event_ids")
@@ -87,6 +94,9 @@ def score_parts(hit: RecallHit) -> dict[str, Any]:
     if parts.keyword is not None:
         scores["keyword"] = round(parts.keyword, 6)
     scores["cues"] = list(parts.cues)
+    sources = hit.memory.metadata.get("sources")
+    if hit.memory.kind is MemoryKind.SEMANTIC and isinstance(sources, list):
+        scores["consolidated_from"] = len(sources)  # written by consolidation from these episodes
     return scores
 
 

@@ -36,6 +36,9 @@ from ops.telemetry import span
 from tenancy import SCOPE_READ, SCOPE_WRITE, AuthenticationFailed, Principal, principal_from_access_token, scope_for
 
 SCOPE_META = "hindsight/required_scope"  # a tool's `_meta` key naming the scope it needs beyond read or write
+# a tool's `_meta` key: its items carry their own request ids (`write_memories`), so the call as a whole is not
+# idempotent by `request_id` or `Idempotency-Key`; its answer's `results` are counted as writes
+PER_ITEM_IDEMPOTENCY_META = "hindsight/per_item_idempotency"
 
 
 class RuntimeHolder:
@@ -79,12 +82,15 @@ class ToolPolicy:
 
     scope: str
     mutating: bool
+    per_item: bool = False  # idempotent per item, not as a whole (PER_ITEM_IDEMPOTENCY_META)
 
     @classmethod
     def of(cls, tool: Tool) -> ToolPolicy:
         mutating = tool.annotations is None or not tool.annotations.read_only_hint
-        named = (tool.meta or {}).get(SCOPE_META)
-        return cls(named if isinstance(named, str) else SCOPE_WRITE if mutating else SCOPE_READ, mutating)
+        meta = tool.meta or {}
+        named = meta.get(SCOPE_META)
+        scope = named if isinstance(named, str) else SCOPE_WRITE if mutating else SCOPE_READ
+        return cls(scope, mutating, meta.get(PER_ITEM_IDEMPOTENCY_META) is True)
 
 
 def current_principal() -> Principal:
@@ -140,7 +146,7 @@ class ToolBoundary:
                 reset = _CALL.set(ToolCall(runtime, principal, scope_for(principal)))
                 try:
                     run = self._runner(tool, checked)
-                    if policy.mutating:
+                    if policy.mutating and not policy.per_item:
                         result, body = await run_idempotent(runtime, principal, name, checked, run)
                         if result.meta:
                             self.telemetry.metrics.idempotent_replays.labels(tool=name).inc()
@@ -165,6 +171,12 @@ class ToolBoundary:
                 self.telemetry.metrics.writes.labels(action=outcome).inc()
                 for _ in body.get("superseded", []):
                     self.telemetry.metrics.writes.labels(action="superseded").inc()
+            if policy.per_item:
+                for item in body.get("results", []):
+                    if "status" in item and not item.get("replayed"):
+                        self.telemetry.metrics.writes.labels(action=item["status"]).inc()
+                        for _ in item.get("superseded", []):
+                            self.telemetry.metrics.writes.labels(action="superseded").inc()
             self._finish(name, principal, "ok", started)
             if policy.mutating:
                 self._audit(name, principal, checked, outcome, body)

@@ -142,6 +142,13 @@ def register_tools(server: MCPServer) -> None:
         include_superseded: Annotated[
             bool, Field(description="Also return older memories that newer ones replaced (history).")
         ] = False,
+        include_archived: Annotated[
+            bool,
+            Field(
+                description="Also search the archive (old, rarely used memories maintenance set aside), by "
+                "keywords only; such hits are marked 'archived' (restore_memory brings one back)."
+            ),
+        ] = False,
         detail: Annotated[
             Literal["lean", "full"],
             Field(
@@ -184,6 +191,7 @@ def register_tools(server: MCPServer) -> None:
                 since=parse_instant(since, "since"),
                 until=parse_instant(until, "until"),
                 include_superseded=include_superseded,
+                include_archived=include_archived,
                 explain=explain,
             ),
         )
@@ -219,10 +227,11 @@ def register_tools(server: MCPServer) -> None:
 
     @server.tool(annotations=WRITES)
     async def restore_memory(
-        id: Annotated[str, Field(description="The id of a forgotten memory.")],
+        id: Annotated[str, Field(description="The id of a forgotten or archived memory.")],
         request_id: RequestId = None,
     ) -> ChangedAnswer:
-        """Bring back a memory that was forgotten with forget_memory."""
+        """Bring back a memory that was forgotten with forget_memory, or one maintenance archived (recalled again
+        by default)."""
         call = current_call()
         memory = await call.runtime.memories.restore(call.scope, id)
         return {"status": "restored", "id": memory.id, "namespace": memory.namespace}
@@ -233,10 +242,11 @@ def register_tools(server: MCPServer) -> None:
         kind: Annotated[Kind | None, Field(description="Only this kind.")] = None,
         include_deleted: Annotated[bool, Field(description="Also list forgotten memories.")] = False,
         hidden: Annotated[
-            Literal["expired", "superseded", "merged", "forgotten", "passed"] | None,
+            Literal["expired", "superseded", "merged", "forgotten", "passed", "archived"] | None,
             Field(
                 description="Only memories the engine hid in this state, each with its reason in metadata; "
-                "'passed': plans whose day has passed (kept, demoted in recall)."
+                "'passed': plans whose day has passed (kept, demoted in recall); 'archived': old, rarely used "
+                "memories maintenance moved to the archive (archive_reason)."
             ),
         ] = None,
         limit: Annotated[int | None, Field(description="Page size (default 50).")] = None,

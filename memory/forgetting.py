@@ -1,9 +1,12 @@
-"""Forgetting (DESIGN §4): TTL expiry and capacity eviction per namespace, both as soft deletes with a reason
-(restorable), run by the maintenance scheduler off the request path.
+"""Forgetting (DESIGN §4): TTL expiry, archiving of idle memories and capacity eviction per namespace, run by the
+maintenance scheduler off the request path. Nothing here deletes what cannot be restored: expiry is a soft delete
+with a reason, archiving and eviction move memories to the archive (`memory.archive`).
 
-Eviction keeps each namespace under its capacity (episodic 10 000, semantic 1 000 by default) by forgetting the
+Archiving moves the live memories that are old and rarely used (`ArchivePolicy`) to the archive. Eviction keeps
+each namespace under its capacity of live memories (episodic 10 000, semantic 1 000 by default) by archiving the
 memories with the lowest retention score — recency, importance and use, the recall score without similarity —
-and never one created or updated within the protected window (7 days by default).
+and never one created or updated within the protected window (7 days by default). Archived memories do not count
+against capacity and are never evicted.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
 
+from memory.archive import CAPACITY_REASON, IDLE_REASON, ArchivePolicy, is_idle
 from memory.hidden import EXPIRED_REASON
 from memory.models import Memory, MemoryKind
 from memory.requests import ListRequest
@@ -66,10 +70,25 @@ def retention_score(memory: Memory, service: MemoryService) -> float:
     return parts.score
 
 
+async def archive_idle(
+    service: MemoryService, scope: NamespaceScope, namespace: str, policy: ArchivePolicy
+) -> list[str]:
+    """Archive the live memories of one namespace that are old and rarely used; returns their ids."""
+    if not policy.enabled:
+        return []
+    now = service.clock.now()
+    idle = [m.id async for m in live_memories(service, scope, namespace) if is_idle(m, now, policy)]
+    for memory_id in idle:
+        await service.archive(scope, memory_id, IDLE_REASON)
+    if idle:
+        service.on_hidden("archived", len(idle))
+    return idle
+
+
 async def evict(
     service: MemoryService, scope: NamespaceScope, namespace: str, kind: MemoryKind, policy: ForgettingPolicy
 ) -> list[str]:
-    """Forget the lowest-scored unprotected memories of one kind until the namespace is within capacity."""
+    """Archive the lowest-scored unprotected memories of one kind until the namespace is within capacity."""
     counts = await service.store.namespace_counts(scope, kind)
     excess = counts.get(namespace, 0) - policy.capacity(kind)
     if excess <= 0:
@@ -83,5 +102,7 @@ async def evict(
     candidates.sort(key=lambda m: (retention_score(m, service), m.created_at))
     evicted = [m.id for m in candidates[:excess]]
     for memory_id in evicted:
-        await service.forget(scope, memory_id, "evicted: namespace over capacity")
+        await service.archive(scope, memory_id, CAPACITY_REASON)
+    if evicted:
+        service.on_hidden("archived", len(evicted))
     return evicted

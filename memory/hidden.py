@@ -5,8 +5,9 @@ counts them as `hindsight_memories_hidden_total{reason}`), and plans whose day h
 A write hides something when it skips its text as chit-chat (nothing stored: `skipped`), updates a near-duplicate
 in place (the older wording is replaced, kept in `metadata._pipeline.conflict.previous_content`: `merged`), or
 marks older memories superseded (`superseded`, one per memory, a statement stored already superseded by a newer
-one included). Maintenance hides a memory whose `ttl_seconds` ran out (`expired`). An exact repeat hides
-nothing: the same text is stored already. Every stored hidden memory stays listable in its state and
+one included). Maintenance hides a memory whose `ttl_seconds` ran out (`expired`), and moves one that is old and
+rarely used, or that its namespace has no room for, to the archive (`archived`, `memory.archive`). An exact repeat
+hides nothing: the same text is stored already. Every stored hidden memory stays listable in its state and
 restorable; a skipped write stored nothing and is visible only in its answer, the audit log and the counter.
 
 A plan read from the text ("I have a meeting tomorrow", `memory.pipeline.expiry`) is never hidden: its notes
@@ -29,8 +30,8 @@ from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.ports import ListQuery, VectorStore
 from memory.scope import NamespaceScope
 
-HIDE_REASONS = ("skipped", "merged", "superseded", "expired")
-HIDDEN_STATES = ("expired", "superseded", "merged", "forgotten", "passed")
+HIDE_REASONS = ("skipped", "merged", "superseded", "expired", "archived")
+HIDDEN_STATES = ("expired", "superseded", "merged", "forgotten", "passed", "archived")
 EXPIRED_REASON = "expired"  # the delete reason maintenance gives a passed plan
 SCAN_PAGES = 20  # store pages one `list_hidden` call reads at most
 
@@ -68,10 +69,12 @@ def is_passed_plan(memory: Memory, now: datetime) -> bool:
 
 def is_in_state(memory: Memory, state: str, now: datetime) -> bool:
     """Whether `memory` is in `state`: expired (its ttl ran out, or forgotten as expired), superseded, merged
-    (updated in place by a near-duplicate: its earlier wording is in its notes), forgotten (otherwise), or a passed
-    plan (demoted in recall, not hidden)."""
+    (updated in place by a near-duplicate: its earlier wording is in its notes), forgotten (otherwise), a passed
+    plan (demoted in recall, not hidden), or archived (by maintenance, with its `archive_reason`)."""
     if state == "passed":
         return is_passed_plan(memory, now)
+    if state == "archived":
+        return memory.archived_at is not None
     expired = memory.expires_at is not None and memory.expires_at <= now
     if state == "expired":
         return expired or memory.delete_reason == EXPIRED_REASON

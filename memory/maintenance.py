@@ -1,12 +1,13 @@
-"""One maintenance pass over a tenant: expire, evict over capacity, consolidate — namespace by namespace.
+"""One maintenance pass over a tenant: expire, archive idle memories, evict over capacity (to the archive),
+consolidate — namespace by namespace.
 
 The gateway's scheduler (and `hindsight maintain`) calls `maintain_tenant` with an admin scope per tenant; the
 `consolidate` MCP tool calls `consolidate` for one namespace.
 
-Maintenance is background work: each step of each namespace (expiry, eviction of one kind, consolidation) is
-one job iteration. A step that raises is logged with the tenant and namespace, listed in the report's `failed`,
-and the pass goes on with the next step and namespace, so one bad namespace (or one bad memory in it) never
-stops the maintenance of the others. Cancellation is not an `Exception` and ends the pass at once.
+Maintenance is background work: each step of each namespace (expiry, archiving, eviction of one kind,
+consolidation) is one job iteration. A step that raises is logged with the tenant and namespace, listed in the
+report's `failed`, and the pass goes on with the next step and namespace, so one bad namespace (or one bad memory
+in it) never stops the maintenance of the others. Cancellation is not an `Exception` and ends the pass at once.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from memory.archive import ArchivePolicy
 from memory.consolidation import ConsolidationPolicy, ConsolidationResult, consolidate
-from memory.forgetting import ForgettingPolicy, evict, expire
+from memory.forgetting import ForgettingPolicy, archive_idle, evict, expire
 from memory.llm import ChatSummarizer
 from memory.models import MemoryKind
 from memory.scope import NamespaceScope
@@ -30,7 +32,8 @@ T = TypeVar("T")
 @dataclass
 class MaintenanceReport:
     expired: int = 0
-    evicted: int = 0
+    archived: int = 0  # old and rarely used memories moved to the archive
+    evicted: int = 0  # memories moved to the archive because their namespace was over capacity
     clusters: int = 0
     consolidated: list[str] = field(default_factory=list)
     namespaces: int = 0
@@ -43,8 +46,10 @@ async def maintain_tenant(
     forgetting: ForgettingPolicy | None = None,
     consolidation: ConsolidationPolicy | None = None,
     summarizer: ChatSummarizer | None = None,
+    archive: ArchivePolicy | None = None,
 ) -> MaintenanceReport:
     forgetting = forgetting or ForgettingPolicy()
+    archive = archive or ArchivePolicy()
     report = MaintenanceReport()
 
     async def step(namespace: str, name: str, work: Awaitable[T]) -> T | None:
@@ -59,6 +64,8 @@ async def maintain_tenant(
         report.namespaces += 1
         expired = await step(namespace, "expiry", expire(service, scope, namespace))
         report.expired += len(expired or [])
+        archived = await step(namespace, "archiving", archive_idle(service, scope, namespace, archive))
+        report.archived += len(archived or [])
         for kind in MemoryKind:
             evicted = await step(
                 namespace, f"eviction of {kind.value}", evict(service, scope, namespace, kind, forgetting)

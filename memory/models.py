@@ -65,10 +65,20 @@ class Memory:
     # the memory written just before this one in the same session and namespace (a conversation's previous turn):
     # recall lets a match on one turn lift the turn that answers it (memory.ranking.conversation_relevance)
     follows: str | None = None
+    # archived by maintenance (`memory.archive`): kept whole but out of the dense index and out of default recall
+    archived_at: datetime | None = None
+    archive_reason: str | None = None
+    # when this store took the memory in (`created_at` is when it happened: an imported turn's `occurred_at`);
+    # None for memories stored before the field existed. The archive counts idleness from it (`memory.archive`)
+    stored_at: datetime | None = None
 
     @property
     def is_deleted(self) -> bool:
         return self.deleted_at is not None
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
 
 
 @dataclass(frozen=True, slots=True)

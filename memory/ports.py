@@ -35,6 +35,7 @@ class RecallFilter:
     since: datetime | None = None
     until: datetime | None = None
     include_superseded: bool = False  # superseded memories too (never deleted or expired ones)
+    include_archived: bool = False  # archived memories too: they have no dense vector, only keywords find them
     attributes: tuple[str, ...] | None = None  # only memories stating one of these attributes (conflict checks)
 
 
@@ -60,7 +61,11 @@ class ListQuery:
 
 
 class VectorStore(Protocol):
-    """Memories with their dense vectors, always read and written through a scope."""
+    """Memories with their dense vectors, always read and written through a scope.
+
+    An archived memory (`archived_at` set, `memory.archive`) is kept whole but without its dense vector, so it
+    is out of the dense index: `upsert` stores it without one and `update` drops the one it had; its keyword
+    vector is kept. Upserting it again with `archived_at` unset (with a dense vector) puts it back."""
 
     async def upsert(self, scope: NamespaceScope, items: Sequence[UpsertItem]) -> None:
         """Insert or replace memories with their vectors (dense, and sparse when given), all at once. Every
@@ -74,6 +79,11 @@ class VectorStore(Protocol):
 
     async def get(self, scope: NamespaceScope, memory_id: str) -> Memory | None:
         """The memory with that id if it lies in a namespace the scope can read, deleted or not."""
+        ...
+
+    async def get_many(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> list[Memory]:
+        """The memories with those ids that lie in a namespace the scope can read, deleted or not, in one read
+        (in no particular order; an id that names none is left out)."""
         ...
 
     async def find_by_hash(

@@ -66,34 +66,60 @@ def restates_chosen(hit: RecallHit, chosen: Sequence[tuple[RecallHit, set[str]]]
     return False
 
 
+def _sources(memory: Memory) -> frozenset[str]:
+    """The events an extracted fact cites (`metadata.source_event_ids`); none for any other memory."""
+    cited = memory.metadata.get("source_event_ids") if memory.source.tool == EXTRACTED else None
+    if not isinstance(cited, list):
+        return frozenset()
+    return frozenset(str(event_id) for event_id in cited)
+
+
 def select_hits(hits: list[RecallHit], top_k: int, token_budget: int | None) -> list[RecallHit]:
     """The best hits, one per origin and per text, and one of a fact extracted from events and the memory it
-    restates, within `top_k` and the token budget (hits sorted best first)."""
+    restates, within `top_k` and the token budget (hits sorted best first). A fact all of whose source events a
+    better fact already cites (another fact of the same turn) waits: it takes a place only if one is left once
+    every other hit has had its turn."""
     chosen: list[RecallHit] = []
     compared: list[tuple[RecallHit, set[str]]] = []  # chosen hits with their words, where a fact may be involved
     seen_origins: set[str] = set()
     seen_content: set[tuple[str, str]] = set()
+    cited: set[str] = set()  # the source events of the chosen facts
+    waiting: list[RecallHit] = []
     spent = 0
     any_fact = any(hit.memory.source.tool == EXTRACTED for hit in hits)
-    for hit in hits:
+
+    def take(hit: RecallHit, *, defer: bool) -> None:
+        nonlocal spent
         origin = hit.memory.origin_id or hit.memory.id
         same_text = (hit.memory.namespace, hit.memory.content_hash)
         if origin in seen_origins or same_text in seen_content:
-            continue
+            return
         words = content_words(hit.memory.content) if any_fact else set()
         if any_fact and restates_chosen(hit, compared, words):
-            continue
+            return
+        sources = _sources(hit.memory)
+        if defer and sources and sources <= cited:
+            waiting.append(hit)
+            return
         cost = estimate_tokens(hit.memory.content)
         if token_budget is not None and spent + cost > token_budget:
-            continue
+            return
         seen_origins.add(origin)
         seen_content.add(same_text)
+        cited.update(sources)
         spent += cost
         chosen.append(hit)
         if any_fact:
             compared.append((hit, words))
+
+    for hit in hits:
+        if len(chosen) == top_k:
+            return chosen
+        take(hit, defer=True)
+    for hit in waiting:
         if len(chosen) == top_k:
             break
+        take(hit, defer=False)
     return chosen
 
 
@@ -102,6 +128,7 @@ def passes_filter(memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter
     return not (
         (namespaces and memory.namespace not in namespaces)
         or (memory.expires_at is not None and memory.expires_at <= flt.now)
+        or (memory.archived_at is not None and not flt.include_archived)
         or (flt.kinds and memory.kind not in flt.kinds)
         or (flt.tags and not set(flt.tags) & set(memory.tags))
         or (flt.session_id is not None and memory.session_id != flt.session_id)

@@ -36,6 +36,7 @@ def recall_filter(request: RecallRequest, limits: EngineLimits, now: datetime) -
         since=request.since,
         until=request.until,
         include_superseded=bool(request.include_superseded),
+        include_archived=bool(request.include_archived),
     )
 
 
@@ -77,12 +78,13 @@ async def scored_hits(
         question=weights.question,
         notes=notes,
     )
+    successors = {} if flt.include_superseded else await current_versions(store, scope, memories, namespaces, flt)
     hits: list[RecallHit] = []
     seen: set[str] = set()
     for candidate, similarity, cues in zip(candidates, relevance, notes, strict=True):
         memory, via = candidate.memory, None
         if memory.superseded_by is not None and not flt.include_superseded:
-            current = await current_version(store, scope, memory, namespaces, flt)
+            current = successors.get(memory.id)
             if current is None:
                 continue
             memory, via = current, candidate.memory.id
@@ -104,15 +106,31 @@ async def scored_hits(
     return hits
 
 
-async def current_version(
-    store: VectorStore, scope: NamespaceScope, memory: Memory, namespaces: tuple[str, ...], flt: RecallFilter
-) -> Memory | None:
-    """The live memory at the end of `memory`'s supersession chain, if it passes the recall's filters."""
+async def current_versions(
+    store: VectorStore,
+    scope: NamespaceScope,
+    memories: Sequence[Memory],
+    namespaces: tuple[str, ...],
+    flt: RecallFilter,
+) -> dict[str, Memory]:
+    """For each superseded memory, by id, the live memory at the end of its supersession chain if it passes the
+    recall's filters (none if the chain ends in a deleted, unreadable or filtered-out one). One store read per
+    hop for all the chains together."""
+    at = {m.id: m for m in memories if m.superseded_by is not None}  # each chain's memory so far
+    current: dict[str, Memory] = {}
     for _ in range(MAX_SUPERSESSION_HOPS):
-        if memory.superseded_by is None:
-            return memory if passes_filter(memory, namespaces, flt) else None
-        successor = await store.get(scope, memory.superseded_by)
-        if successor is None or successor.deleted_at is not None:
-            return None
-        memory = successor
-    return None
+        if not at:
+            break
+        wanted = sorted({m.superseded_by for m in at.values() if m.superseded_by is not None})
+        found = {m.id: m for m in await store.get_many(scope, wanted)}
+        following: dict[str, Memory] = {}
+        for start, memory in at.items():
+            successor = found.get(memory.superseded_by or "")
+            if successor is None or successor.deleted_at is not None:
+                continue
+            if successor.superseded_by is not None:
+                following[start] = successor
+            elif passes_filter(successor, namespaces, flt):
+                current[start] = successor
+        at = following
+    return current

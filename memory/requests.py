@@ -31,6 +31,9 @@ class WriteRequest:
     # imports of a record exported as forgotten: stored forgotten in the same step (never live in between)
     deleted_at: datetime | None = None
     delete_reason: str | None = None
+    # imports of a record exported as archived: stored archived (out of the dense index) in the same step
+    archived_at: datetime | None = None
+    archive_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,7 @@ class RecallRequest:
     token_budget: int | None = None
     explain: bool = False
     include_superseded: bool = False  # also memories a newer one superseded (never deleted or expired ones)
+    include_archived: bool = False  # also archived memories (`memory.archive`), found by their keywords
 
 
 @dataclass(frozen=True, slots=True)

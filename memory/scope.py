@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memory.errors import InvalidArgument, NamespaceForbidden
 
@@ -37,18 +37,23 @@ class NamespaceScope:
     readable: tuple[str, ...]
     writable: tuple[str, ...]
     admin: bool = False
+    # the grants as sets, for membership tests (a recall over 100 granted namespaces checks each of them)
+    _reads: frozenset[str] = field(init=False, repr=False, compare=False)
+    _writes: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not TENANT_PATTERN.fullmatch(self.tenant):
             raise InvalidArgument("tenant id is malformed")
         for namespace in (*self.readable, *self.writable):
             validate_namespace(namespace)
+        object.__setattr__(self, "_writes", frozenset(self.writable))
+        object.__setattr__(self, "_reads", frozenset(self.readable) | self._writes)
 
     def can_read(self, namespace: str) -> bool:
-        return self.admin or namespace in self.readable or namespace in self.writable
+        return self.admin or namespace in self._reads
 
     def can_write(self, namespace: str) -> bool:
-        return self.admin or namespace in self.writable
+        return self.admin or namespace in self._writes
 
     @property
     def default_write_namespace(self) -> str | None:

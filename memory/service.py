@@ -2,7 +2,8 @@
 
 Write: `memory.writes` (validate, skip exact repeats, the write pipeline of DESIGN §4, embed, then under the
 namespace's write lock conflict detection and one batch with linked copies, completed by `memory.linking`).
-Forget and restore take the same lock, so an origin and its copies never disagree.
+Forget and restore take the same lock, so an origin and its copies never disagree. Archive moves one memory out
+of the dense index (`memory.archive`); restore brings it back, embedded again.
 Recall: one scoped hybrid search (dense + keyword candidates) over every target namespace, a keyword-only search
 with pseudo-relevance feedback (`memory.feedback`), the scores fused into a relevance lifted by cues read from
 the text (`memory.cues`: the speaker the query names, a time for a "when" query) and by conversation context
@@ -19,6 +20,8 @@ import anyio
 import anyio.to_thread
 
 from memory.access import AccessRecorder
+from memory.archive import archived_copy, is_live, restored_copy
+from memory.batch_writes import BatchResult, write_batch
 from memory.clock import Clock
 from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
@@ -89,6 +92,16 @@ class MemoryService:
         """The recall scoring weights of one tenant: its own if configured, else the defaults."""
         return self.tenant_weights.get(tenant, self.weights)
 
+    def use_calibration(
+        self, weights: ScoringWeights, tenant_weights: Mapping[str, ScoringWeights], pipeline: PipelineSettings
+    ) -> None:
+        """The recall weights and write pipeline calibrated for a new embedder, after a re-embedding switched
+        the store and embedder this service holds (`gateway.reembed`)."""
+        self.weights = weights
+        self.tenant_weights = dict(tenant_weights)
+        self.pipeline = pipeline
+        self.writer.pipeline = pipeline
+
     # -- background work -------------------------------------------------------------------------------------
     def attach_task_group(self, task_group: anyio.abc.TaskGroup | None) -> None:
         """Record access counts in this task group (the app's lifespan); without one they are applied inline."""
@@ -105,6 +118,16 @@ class MemoryService:
         tell_write_hides(outcome, self.on_hidden)
         tell_write_growth(scope.tenant, outcome, self.on_written)
         return outcome
+
+    async def write_many(self, scope: NamespaceScope, requests: Sequence[WriteRequest]) -> list[BatchResult]:
+        """Store memories in order with the outcomes of writing them one by one, sharing the embedding and the
+        text rules (`memory.batch_writes`); one outcome, or the engine error of that item, per request."""
+        results = await write_batch(self.writer, scope, requests, self.limits.max_batch_items)
+        for result in results:
+            if isinstance(result, WriteOutcome):
+                tell_write_hides(result, self.on_hidden)
+                tell_write_growth(scope.tenant, result, self.on_written)
+        return results
 
     # -- recall ----------------------------------------------------------------------------------------------
     async def recall(self, scope: NamespaceScope, request: RecallRequest) -> list[RecallHit]:
@@ -194,8 +217,20 @@ class MemoryService:
                 await self.store.update(scope, memory)
         return memory
 
+    async def archive(self, scope: NamespaceScope, memory_id: str, reason: str) -> Memory:
+        """Move a live memory to the archive (`memory.archive`): kept whole, out of the dense index and of default
+        recall. Only this memory: a shared copy and its origin are each archived by their own namespace's use."""
+        memory = await self._get_writable(scope, memory_id)
+        async with self.locks.hold(scope.tenant, memory.namespace):
+            memory = await self._get_writable(scope, memory_id)
+            if is_live(memory):
+                memory = archived_copy(memory, reason, self.clock.now())
+                await self.store.update(scope, memory)
+        return memory
+
     async def restore(self, scope: NamespaceScope, memory_id: str) -> Memory:
-        """Undo `forget`, for the memory and (for an origin) its shared copies."""
+        """Undo `forget`, for the memory and (for an origin) its shared copies; and bring the memory back from the
+        archive: its vectors computed again, in the index and recalled by default once more."""
         memory = await self._get_writable(scope, memory_id)
         async with self.locks.hold(scope.tenant, memory.namespace):
             memory = await self._get_writable(scope, memory_id)
@@ -204,6 +239,10 @@ class MemoryService:
                     item.deleted_at = None
                     item.delete_reason = None
                     await self.store.update(scope, item)
+            if memory.archived_at is not None:
+                memory = restored_copy(memory, self.clock.now(), self.embedder.model_id)
+                dense, sparse = await self.writer.vectors_of(scope, memory)
+                await self.store.upsert(scope, [(memory, dense, sparse)])
         return memory
 
     async def purge(self, scope: NamespaceScope, namespace: str) -> int:

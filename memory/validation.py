@@ -36,6 +36,7 @@ class EngineLimits:
     default_list_limit: int = 50
     max_list_limit: int = 200
     max_namespaces_per_call: int = 256
+    max_batch_items: int = 256  # memories per `MemoryService.write_many` (the `write_memories` tool)
     max_ttl_seconds: int = 10 * 365 * 24 * 3600
     working_window: int = 10
     working_ttl_seconds: int = 24 * 3600

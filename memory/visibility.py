@@ -9,6 +9,7 @@ for memories stored by older versions.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -21,12 +22,18 @@ PRIVATE_HISTORY = ("previous_content", "previous_source")
 
 
 class _Readable:
-    """Memory ids the caller can read, looked up once per call."""
+    """Memory ids the caller can read, looked up once per call: every id the shown memories name in one read."""
 
     def __init__(self, store: VectorStore, scope: NamespaceScope, shown: list[Memory]) -> None:
         self.store = store
         self.scope = scope
         self.known = {m.id: True for m in shown}
+
+    async def load(self, memory_ids: Iterable[object]) -> None:
+        wanted = {i for i in memory_ids if isinstance(i, str) and i not in self.known}
+        if wanted:
+            found = {m.id for m in await self.store.get_many(self.scope, sorted(wanted))}
+            self.known.update((i, i in found) for i in wanted)
 
     async def __call__(self, memory_id: str | None) -> bool:
         if memory_id is None:
@@ -41,19 +48,29 @@ async def as_seen_by(store: VectorStore, scope: NamespaceScope, memories: list[M
     if scope.admin:
         return memories
     readable = _Readable(store, scope, memories)
+    await readable.load(i for memory in memories for i in _named_ids(memory))
     return [await _seen(memory, readable) for memory in memories]
 
 
-async def _seen(memory: Memory, readable: _Readable) -> Memory:
-    ids = [memory.origin_id, memory.superseded_by, memory.follows, *memory.supersedes]
+def _named_ids(memory: Memory) -> list[object]:
+    """Every id `memory` names: its links, and the ids in its pipeline notes (None where there is none)."""
     notes = pipeline_notes(memory)
     superseded_note = notes.get("superseded")
     noted_by = superseded_note.get("by") if isinstance(superseded_note, dict) else None
     raw_intent = notes.get(INTENT)
     intent: list[Any] = raw_intent if isinstance(raw_intent, list) else []
     noted = [e.get("id") for e in intent if isinstance(e, dict)]
-    if not any(i is not None for i in (*ids, noted_by, *noted)):
+    return [memory.origin_id, memory.superseded_by, memory.follows, *memory.supersedes, noted_by, *noted]
+
+
+async def _seen(memory: Memory, readable: _Readable) -> Memory:
+    if all(i is None for i in _named_ids(memory)):
         return memory
+    notes = pipeline_notes(memory)
+    superseded_note = notes.get("superseded")
+    noted_by = superseded_note.get("by") if isinstance(superseded_note, dict) else None
+    raw_intent = notes.get(INTENT)
+    intent: list[Any] = raw_intent if isinstance(raw_intent, list) else []
     changes: dict[str, Any] = {}
     origin_hidden = memory.origin_id is not None and not await readable(memory.origin_id)
     if origin_hidden:

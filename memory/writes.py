@@ -12,7 +12,7 @@ completes it. Text is read as `memory.cues` reads it: "Name: text" when the spea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -21,6 +21,7 @@ from typing import Any
 import anyio.to_thread
 
 from memory import linking
+from memory.archive import restored_copy
 from memory.clock import Clock
 from memory.cues import attributed, date_words, speaker_of
 from memory.embedders.sparse import Bm25Encoder
@@ -29,7 +30,7 @@ from memory.hidden import is_passed_plan
 from memory.ids import content_hash, new_memory_id
 from memory.models import Memory, Source, WriteOutcome, WriteStatus
 from memory.pipeline import PipelineSettings, claims, conflict, turns
-from memory.pipeline.analysis import analyse_write
+from memory.pipeline.analysis import WriteAnalysis, analyse_write
 from memory.pipeline.budget import CpuBudget
 from memory.pipeline.rating import rate_importance
 from memory.pipeline.text import has_cjk
@@ -52,6 +53,7 @@ from memory.values import check_instant
 DEFAULT_IMPORTANCE = 0.5
 CONFLICT_CPU_SECONDS = 0.05  # thread CPU time the conflict rules may spend on one write's candidates
 COMPLETED = "completed an interrupted earlier attempt of this request"
+REVIVED = "repeats an archived memory: brought back from the archive"
 
 
 @dataclass(slots=True)
@@ -70,6 +72,9 @@ class Draft:
     own: Sequence[float] = ()  # what the memory says alone (conflicts are looked up by it)
     vector: Sequence[float] = ()  # what is stored: a dialogue turn in its conversation
     sparse: SparseVector = field(default_factory=lambda: SparseVector((), ()))
+    ttl: int | None = None  # the request's checked ttl_seconds
+    given_importance: float | None = None  # the request's checked importance (None: the rules or the LLM rate it)
+    now: datetime | None = None  # when the write began (an explicit ttl runs from then)
 
     @property
     def keep_as_is(self) -> bool:
@@ -101,8 +106,13 @@ class MemoryWriter:
         draft = await self._draft(scope, request)
         if isinstance(draft, WriteOutcome):
             return draft
-        namespace = draft.memory.namespace
         await self._embed(draft)
+        return await self.commit(scope, draft)
+
+    async def commit(self, scope: NamespaceScope, draft: Draft) -> WriteOutcome:
+        """Under the namespace's write lock: the repeat checked again, the vectors redone if another turn of the
+        session landed since they were computed, then conflicts and the store (`_store`)."""
+        request, namespace = draft.request, draft.memory.namespace
         async with self.locks.hold(scope.tenant, namespace):
             if not request.force and (repeat := await self._repeat(scope, draft.memory, request)) is not None:
                 return repeat
@@ -114,6 +124,18 @@ class MemoryWriter:
 
     # -- before the lock: checks and the text pipeline --------------------------------------------------------
     async def _draft(self, scope: NamespaceScope, request: WriteRequest) -> Draft | WriteOutcome:
+        draft = self.new_draft(scope, request)
+        memory = draft.memory
+        if not request.force and (repeat := await self._repeat(scope, memory, request)) is not None:
+            return repeat
+        drafted = await self.drafted(draft, await anyio.to_thread.run_sync(self.analysis_job(draft)))
+        if isinstance(drafted, Draft):
+            drafted.previous = await self._previous_memory(scope, memory.namespace, memory.session_id)
+        return drafted
+
+    def new_draft(self, scope: NamespaceScope, request: WriteRequest) -> Draft:
+        """The request checked (`InvalidArgument`, `NamespaceForbidden`) and the memory it would store, before the
+        text pipeline; reads nothing."""
         limits = self.limits
         content = check_content(request.content, limits)
         kind = check_kind(request.kind)
@@ -133,6 +155,8 @@ class MemoryWriter:
         created = check_instant(created, "occurred_at")  # however the request was built: readable back
         if request.deleted_at is not None:
             check_instant(request.deleted_at, "deleted_at")
+        if request.archived_at is not None:
+            check_instant(request.archived_at, "archived_at")
         memory = Memory(
             id=new_memory_id(int(created.timestamp() * 1000)),
             tenant=scope.tenant,
@@ -147,6 +171,9 @@ class MemoryWriter:
             expires_at=None,
             deleted_at=request.deleted_at if request.imported else None,
             delete_reason=request.delete_reason if request.imported else None,
+            archived_at=request.archived_at if request.imported else None,  # stored archived: no dense vector
+            archive_reason=request.archive_reason if request.imported else None,
+            stored_at=now,
             supersedes=[],
             superseded_by=None,
             origin_id=None,
@@ -157,24 +184,28 @@ class MemoryWriter:
             embedding_model=self.embedder.model_id,
             content_hash=content_hash(attributed(content, metadata)),  # two speakers' same words are two memories
         )
-        if not request.force and (repeat := await self._repeat(scope, memory, request)) is not None:
-            return repeat
-        draft = Draft(memory, request, share_to, tags, metadata, [])
-        settings, notes = self.pipeline, draft.notes
-        # the text rules run in a worker thread under a CPU budget (memory.pipeline.analysis): hostile text
-        # never holds the event loop, and a step the budget does not allow is skipped and recorded
-        wants_rules = importance is None and settings.importance_rules
-        analysis = await anyio.to_thread.run_sync(
-            partial(
-                analyse_write,
-                content,
-                created,
-                with_density=settings.density_filter and not draft.keep_as_is,
-                with_expiry=settings.time_bound_expiry and ttl is None,
-                with_importance=wants_rules,
-                speaker=speaker_of(content, metadata),
-            )
+        return Draft(memory, request, share_to, tags, metadata, [], ttl=ttl, given_importance=importance, now=now)
+
+    def analysis_job(self, draft: Draft) -> Callable[[], WriteAnalysis]:
+        """The text rules of a draft, to run in a worker thread under a CPU budget (memory.pipeline.analysis):
+        hostile text never holds the event loop, and a step the budget does not allow is skipped and recorded."""
+        settings, memory = self.pipeline, draft.memory
+        return partial(
+            analyse_write,
+            memory.content,
+            memory.created_at,
+            with_density=settings.density_filter and not draft.keep_as_is,
+            with_expiry=settings.time_bound_expiry and draft.ttl is None,
+            with_importance=draft.given_importance is None and settings.importance_rules,
+            speaker=speaker_of(memory.content, draft.metadata),
         )
+
+    async def drafted(self, draft: Draft, analysis: WriteAnalysis) -> Draft | WriteOutcome:
+        """The draft with what the text rules found (expiry, importance, claims), or the skip of a memory with
+        too little information. Reads nothing from the store (`previous` is the caller's)."""
+        settings, notes, memory, metadata, ttl = self.pipeline, draft.notes, draft.memory, draft.metadata, draft.ttl
+        content, now = memory.content, draft.now or self.clock.now()
+        wants_rules = draft.given_importance is None and settings.importance_rules
         if (analysed := analysis.notes()) is not None:
             notes["analysis"] = analysed
 
@@ -213,24 +244,43 @@ class MemoryWriter:
         # 1. density filter (after the cheap checks above so the skipped memory shows what it would have been)
         if verdict is not None and verdict.low_information:
             return WriteOutcome(WriteStatus.SKIPPED, memory, reason=verdict.reason, stored=False)
-        draft.previous = await self._previous_memory(scope, namespace, session_id)
         return draft
 
+    async def vectors_of(self, scope: NamespaceScope, memory: Memory) -> tuple[Sequence[float], SparseVector]:
+        """A stored memory's vectors computed again as its write computed them (in the context of the turn it
+        follows): how a memory brought back from the archive is put back in the index."""
+        previous = await self.store.get(scope, memory.follows) if memory.follows is not None else None
+        request = WriteRequest(content=memory.content, subject=memory.source.subject)
+        draft = Draft(memory, request, [], memory.tags, memory.metadata, [], previous=previous)
+        await self._embed(draft)
+        return draft.vector, draft.sparse
+
     async def _embed(self, draft: Draft) -> None:
-        """Vectors of the text as read (`memory.cues.attributed`) in its turn context; keywords with its day."""
+        texts, keywords = self.embedding_work(draft)
+        vectors = await self.embedder.embed_documents(texts)
+        self.take_vectors(draft, vectors, await anyio.to_thread.run_sync(keywords))
+
+    def embedding_work(self, draft: Draft) -> tuple[list[str], Callable[[], SparseVector]]:
+        """What `_embed` computes for a draft: the texts to embed, the text as read (`memory.cues.attributed`) and
+        its turn context if any, and the job (for a worker thread) of its keyword vector, which holds its day."""
         settings, memory, previous = self.pipeline, draft.memory, draft.previous
         content = attributed(memory.content, memory.metadata)
         before = attributed(previous.content, previous.metadata) if previous is not None else None
         context_text = turns.dialogue_context(content, before, settings.turn_context_weight)
-        own, *context = await self.embedder.embed_documents(
-            [content] if context_text is None else [content, context_text]
-        )
-        draft.own = own
-        draft.vector = turns.in_context(own, context[0], settings.turn_context_weight) if context else own
         keywords = f"{content}\n{date_words(memory.created_at, chinese=has_cjk(content))}"
-        draft.sparse = await anyio.to_thread.run_sync(
-            turns.keyword_vector, self.keywords, keywords, before, settings.turn_context_keyword_weight
-        )
+        job = partial(turns.keyword_vector, self.keywords, keywords, before, settings.turn_context_keyword_weight)
+        return ([content] if context_text is None else [content, context_text]), job
+
+    def take_vectors(self, draft: Draft, vectors: Sequence[Sequence[float]], sparse: SparseVector) -> None:
+        """Give a draft the vectors of its `embedding_work` texts (in that order) and its keyword vector."""
+        own, *context = vectors
+        draft.own = own
+        draft.vector = turns.in_context(own, context[0], self.pipeline.turn_context_weight) if context else own
+        draft.sparse = sparse
+
+    async def repeat(self, scope: NamespaceScope, memory: Memory, request: WriteRequest) -> WriteOutcome | None:
+        """`_repeat`, for a batch's item that the text rules skipped (`memory.batch_writes`)."""
+        return await self._repeat(scope, memory, request)
 
     async def _repeat(self, scope: NamespaceScope, memory: Memory, request: WriteRequest) -> WriteOutcome | None:
         """An exact repeat of `memory` already stored: completed if its write was interrupted, and answered as
@@ -239,10 +289,14 @@ class MemoryWriter:
         digest, namespace = memory.content_hash, memory.namespace
         live_only = not request.skip_deleted_repeats
         existing = await self.store.find_by_hash(scope, namespace, digest, live_only=live_only, now=now)
-        if existing is None and memory.source.request_id is not None and live_only:
-            # this request's own memory may be stored superseded (an old statement arriving late)
+        if existing is None and live_only:
+            # this request's own memory may be stored superseded (an old statement arriving late), or the text
+            # may be an archived memory's
             found = await self.store.find_by_hash(scope, namespace, digest, live_only=False, now=now)
-            existing = found if found is not None and found.source == memory.source else None
+            if found is not None and memory.source.request_id is not None and found.source == memory.source:
+                existing = found
+            elif found is not None:
+                return await self._revived(scope, found, now)
         if existing is None or (is_passed_plan(existing, now) and existing.source != memory.source):
             return None  # a plan said again once its day has passed is a new plan
         superseded = await linking.complete_links(self.store, scope, existing, now)
@@ -252,6 +306,17 @@ class MemoryWriter:
             status = WriteStatus.UPDATED if updated else WriteStatus.CREATED
             return WriteOutcome(status, existing, superseded=superseded, reason=COMPLETED)
         return WriteOutcome(WriteStatus.SKIPPED, existing, reason="duplicate of an existing memory")
+
+    async def _revived(self, scope: NamespaceScope, found: Memory, now: datetime) -> WriteOutcome | None:
+        """A repeat of a memory maintenance archived (and nobody forgot or replaced) brings that memory back
+        instead of storing a second copy beside it: said again, it is in use. None for any other hidden memory
+        (a forgotten or superseded text said again is a new memory)."""
+        if found.archived_at is None or found.deleted_at is not None or found.superseded_by is not None:
+            return None
+        revived = restored_copy(found, now, self.embedder.model_id)
+        dense, sparse = await self.vectors_of(scope, revived)
+        await self.store.upsert(scope, [(revived, dense, sparse)])
+        return WriteOutcome(WriteStatus.SKIPPED, revived, reason=REVIVED)
 
     # -- under the lock: conflicts, then one batch and its links ----------------------------------------------
     async def _store(self, scope: NamespaceScope, draft: Draft) -> WriteOutcome:

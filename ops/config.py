@@ -130,11 +130,19 @@ class Settings(BaseSettings):
     )
     maintenance_interval_seconds: float = Field(30.0, gt=0)
     memory_maintenance_interval_seconds: float = Field(
-        3600.0, ge=0, description="How often expiry, eviction and consolidation run over every tenant (0: never)."
+        3600.0,
+        ge=0,
+        description="How often expiry, archiving, eviction and consolidation run over every tenant (0: never).",
     )
     episodic_capacity: int = Field(10_000, ge=1, description="Live episodic memories kept per namespace.")
     semantic_capacity: int = Field(1_000, ge=1, description="Live semantic memories kept per namespace.")
     eviction_protect_days: float = Field(7.0, ge=0, description="Memories this recent are never evicted.")
+    archive_after_days: float = Field(
+        90.0, ge=0, le=36_500, description="Archive memories not written or recalled for this long (0: never)."
+    )
+    archive_max_access_count: int = Field(
+        3, ge=0, description="Only memories recalled at most this many times are archived as idle."
+    )
 
     # auth
     jwt_secret: SecretStr | None = None
@@ -165,6 +173,7 @@ class Settings(BaseSettings):
     default_top_k: int = Field(8, ge=1)
     max_top_k: int = Field(100, ge=1)
     max_request_bytes: int = Field(1_048_576, ge=1024)
+    max_batch_items: int = Field(256, ge=1, le=10_000)
     working_memory_turns: int = Field(10, ge=1, le=1000)
     working_memory_ttl_seconds: int = Field(86_400, ge=1)
     session_idle_seconds: int = Field(

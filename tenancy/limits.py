@@ -103,9 +103,11 @@ class RateDecision:
 
 
 class RateLimiter(Protocol):
-    async def acquire(self, buckets: Sequence[Bucket]) -> RateDecision:
-        """Take one token from every bucket atomically, or from none if any is empty (then say how long until
-        all of them have a token again)."""
+    async def acquire(self, buckets: Sequence[Bucket], cost: float = 1.0) -> RateDecision:
+        """Take `cost` tokens (one request: 1) from every bucket atomically, or none if any bucket holds fewer
+        than `min(cost, capacity)` (then say how long until all of them do). A cost over a bucket's capacity (a
+        batch larger than the burst) is let through once the bucket is full and leaves it in debt: the tokens
+        are taken all the same, and the next call waits until the debt is refilled."""
         ...
 
     async def ping(self) -> None: ...

@@ -1,9 +1,10 @@
 """Token-bucket rate limiters (DESIGN §3): `InProcessRateLimiter` (embedded mode) and `RedisRateLimiter`.
 
 Both implement `tenancy.limits.RateLimiter` and own the bucket state: per bucket key, the tokens left and when
-they were last counted. A call takes one token from every bucket it names, or from none if any bucket has less
-than one token; then `retry_after_seconds` is the longest wait until every bucket has a token again:
-`max((1 - tokens) / refill_per_second)` over the short buckets.
+they were last counted. A call takes `cost` tokens (1; a batch of n writes: n) from every bucket it names, or
+none if any bucket holds fewer than `min(cost, capacity)`; then `retry_after_seconds` is the longest wait until
+every bucket holds that many: `max((min(cost, capacity) - tokens) / refill_per_second)` over the short buckets.
+A cost over the capacity is taken from a full bucket, leaving it below zero until refilled.
 
 Redis: one Lua script checks and consumes all buckets atomically and reads the clock with `TIME`, so replicas
 with skewed clocks agree. Each bucket is a hash `{tokens, ts}` that expires after twice its full-refill time (an
@@ -45,6 +46,11 @@ def _checked(buckets: Sequence[Bucket]) -> list[Bucket]:
     return list(unique.values())
 
 
+def _check_cost(cost: float) -> None:
+    if not (cost >= 1 and math.isfinite(cost)):
+        raise ValueError("a rate-limited call costs a finite number of tokens >= 1")
+
+
 @dataclass
 class _Level:
     tokens: float
@@ -66,17 +72,21 @@ class InProcessRateLimiter:
         self._levels: dict[str, _Level] = {}
         self._calls = 0
 
-    async def acquire(self, buckets: Sequence[Bucket]) -> RateDecision:
+    async def acquire(self, buckets: Sequence[Bucket], cost: float = 1.0) -> RateDecision:
         checked = _checked(buckets)
+        _check_cost(cost)
         now = self._clock()
         self._sweep(now)
         tokens = [self._tokens(bucket, now) for bucket in checked]
-        waits = [(1 - left) / bucket.refill_per_second for bucket, left in zip(checked, tokens, strict=True)]
+        waits = [
+            (min(cost, bucket.capacity) - left) / bucket.refill_per_second
+            for bucket, left in zip(checked, tokens, strict=True)
+        ]
         retry_after = max((wait for wait in waits if wait > 0), default=0.0)
         if retry_after > 0:
             return RateDecision(allowed=False, retry_after_seconds=retry_after)
         for bucket, left in zip(checked, tokens, strict=True):
-            self._levels[bucket.key] = _Level(left - 1, now, bucket.capacity, bucket.refill_per_second)
+            self._levels[bucket.key] = _Level(left - cost, now, bucket.capacity, bucket.refill_per_second)
         return RateDecision(allowed=True, retry_after_seconds=0.0)
 
     def _tokens(self, bucket: Bucket, now: float) -> float:
@@ -99,11 +109,13 @@ class InProcessRateLimiter:
         self._levels.clear()
 
 
-# KEYS: bucket hashes; ARGV: capacity, refill per second, ttl ms for each bucket in turn.
-# Returns {1, '0'} when every bucket gave a token, else {0, '<retry after seconds>'} and consumes nothing.
+# KEYS: bucket hashes; ARGV: capacity, refill per second, ttl ms for each bucket in turn, then the cost.
+# Returns {1, '0'} when every bucket gave the cost (holding min(cost, capacity) tokens; it may go below zero),
+# else {0, '<retry after seconds>'} and consumes nothing.
 _ACQUIRE = """
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local cost = tonumber(ARGV[3 * #KEYS + 1])
 local levels = {}
 local retry = 0
 for i, key in ipairs(KEYS) do
@@ -118,11 +130,12 @@ for i, key in ipairs(KEYS) do
     tokens = math.min(capacity, tokens + math.max(0, now - at) * refill)
   end
   levels[i] = tokens
-  if tokens < 1 then retry = math.max(retry, (1 - tokens) / refill) end
+  local need = math.min(cost, capacity)
+  if tokens < need then retry = math.max(retry, (need - tokens) / refill) end
 end
 if retry > 0 then return {0, string.format('%.17g', retry)} end
 for i, key in ipairs(KEYS) do
-  redis.call('HSET', key, 'tokens', string.format('%.17g', levels[i] - 1), 'ts', string.format('%.6f', now))
+  redis.call('HSET', key, 'tokens', string.format('%.17g', levels[i] - cost), 'ts', string.format('%.6f', now))
   redis.call('PEXPIRE', key, ARGV[3 * i])
 end
 return {1, '0'}
@@ -136,14 +149,17 @@ class RedisRateLimiter:
         self._client = client
         self._acquire = client.register_script(_ACQUIRE)
 
-    async def acquire(self, buckets: Sequence[Bucket]) -> RateDecision:
+    async def acquire(self, buckets: Sequence[Bucket], cost: float = 1.0) -> RateDecision:
         checked = _checked(buckets)
+        _check_cost(cost)
         if not checked:
             return RateDecision(allowed=True, retry_after_seconds=0.0)
         args: list[float | int] = []
         for bucket in checked:
-            ttl_ms = max(1000, math.ceil(bucket.capacity / bucket.refill_per_second * 2000))
+            # a debt (a batch over the capacity) is kept until refilled: never expire a bucket before that
+            ttl_ms = max(1000, math.ceil(max(bucket.capacity, cost) / bucket.refill_per_second * 2000))
             args += [bucket.capacity, bucket.refill_per_second, ttl_ms]
+        args.append(cost)
         with redis_errors("rate limiter"):
             allowed, retry_after = await self._acquire(keys=[b.key for b in checked], args=args)
         if int(allowed) == 1:

@@ -19,7 +19,9 @@ For each user or assistant message (`system` events are skipped), sentence by se
      (four English words, seven CJK characters), or twelve CJK characters; from the assistant, what it did or
      will do ("I booked CA1501 for you"), a result with a number, date or name, or the user's own preferences or
      plans, never a pleasantry, advice, a question or talk about itself; a user's English sentence that leaves
-     out its subject gets it ("Gonna continue my edu" -> "Caroline is gonna continue Caroline's edu");
+     out its subject gets it ("Gonna continue my edu" -> "Caroline is gonna continue Caroline's edu"); and a
+     user's English statement must stand on its own (`signals.stands_alone`: no fragment, no bracketed note alone,
+     about its speaker or someone or something named, and from a named speaker among people no "you" left);
   6. the first (and, from the assistant, second) person is written out (`persons`);
   7. a sentence that opens with a pronoun ("It was so powerful.", "他...") is joined to the fact of the sentence
      before it, so the fact stands on its own.
@@ -200,6 +202,9 @@ class _Message:
         if not keep and subjectless is None:
             return
         content = subjectless or resolve(annotated, self.voice)
+        alone = signals.stands_alone(content, self.voice.subject, named_speaker=self.voice.speaker is not None)
+        if self.user and not signals.chinese(text) and not alone:
+            return
         self.add(content, _kind(text, dates), text, joinable=True)
         if self.user:
             self.preferences(annotated)

@@ -245,3 +245,22 @@ def leading_statement_end(sentence: str) -> tuple[int, int] | None:
     if ask == 0 or not spans:
         return None
     return spans[ask - 1][1], spans[ask][0]
+
+
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you'll|you've|you'd)\b", re.IGNORECASE)
+_BRACKETED = re.compile(r"^\[[^\]]*\][.!]?$")
+
+
+def stands_alone(fact: str, subject: str, named_speaker: bool) -> bool:
+    """Whether a user's English statement, persons resolved, says something about someone on its own: not a
+    fragment (it opens with a capital, a digit or a quote, not "awesome news that..."), not a bracketed note
+    alone ("[shared a photo: ...]"), about its speaker (`subject`) or someone or something named, or with a number
+    ("Exploring new cities is always so much fun." is about nobody), and, said by a named speaker in a
+    conversation among people, with no "you" left in it (the listener, whom the fact cannot name: "Glad you
+    have Jon in your corner!")."""
+    first = fact[:1]
+    if not first or first.islower() or _BRACKETED.match(fact):
+        return False
+    if named_speaker and _SECOND_PERSON.search(fact):
+        return False
+    return subject.lower() in fact.lower() or has_name(fact) or has_number(fact, 0)

@@ -71,15 +71,20 @@ def unpack(item: UpsertItem) -> tuple[Memory, Sequence[float], SparseVector | No
     return item[0], item[1], sparse if sparse is not None and sparse.indices else None
 
 
-def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
-    """Cosine similarity of each vector to the query (0 for a zero vector)."""
-    if not vectors:
-        return []
-    matrix = np.asarray(vectors, dtype=np.float64)
+def cosines(query: Sequence[float], vectors: Sequence[Sequence[float] | None]) -> list[float]:
+    """Cosine similarity of each vector to the query (0 for a zero vector, and for none: an archived memory has
+    no dense vector)."""
+    present = [i for i, vector in enumerate(vectors) if vector]
+    result = [0.0] * len(vectors)
+    if not present:
+        return result
+    matrix = np.asarray([vectors[i] for i in present], dtype=np.float64)
     q = np.asarray(query, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
     dots = matrix @ q
-    return [float(d / n) if n > 0 else 0.0 for d, n in zip(dots, norms, strict=True)]
+    for i, d, n in zip(present, dots, norms, strict=True):
+        result[i] = float(d / n) if n > 0 else 0.0
+    return result
 
 
 def terms_of(vector: object) -> list[int]:
@@ -92,7 +97,7 @@ def terms_of(vector: object) -> list[int]:
 def merge_hybrid(
     query: Sequence[float],
     dense_hits: Sequence[tuple[Memory, float, Sequence[int]]],
-    keyword_hits: Sequence[tuple[Memory, float, Sequence[float], Sequence[int]]],
+    keyword_hits: Sequence[tuple[Memory, float, Sequence[float] | None, Sequence[int]]],
 ) -> list[ScoredMemory]:
     """The union of a dense search (memory, cosine, its term ids) and a keyword search (memory, BM25 score, dense
     vector, term ids): one entry per memory with both scores; a keyword-only hit's cosine comes from its vector."""
@@ -114,7 +119,7 @@ def keyword_only_hits(
     tenant: str,
     hits: Sequence[tuple[str, float]],
     known: Mapping[str, ScoredMemory],
-    fetched: Iterable[tuple[Memory, Sequence[float], Sequence[int]]],
+    fetched: Iterable[tuple[Memory, Sequence[float] | None, Sequence[int]]],
 ) -> list[ScoredMemory]:
     """A keyword-only search's hits (id, BM25 score), in its order: one the caller holds (`known`) as held with
     the new score; a new one from what was `fetched` for it (memory, dense vector, term ids), its cosine computed.

@@ -1,7 +1,8 @@
 """How a `Memory` is laid out as a Qdrant payload, shared by every Qdrant-backed store.
 
 Timestamps are stored as Unix seconds (floats) so range filters are cheap; `status` is a keyword derived from
-`deleted_at` and `superseded_by` ("active", "deleted", "superseded") so the hot recall filter is one keyword match.
+`deleted_at`, `superseded_by` and `archived_at` ("active", "deleted", "superseded", "archived") so the hot recall
+filter is one keyword match.
 Decoding checks every field it reads: a payload it cannot use (an older version's, or corrupt) is reported and
 skipped by `decode`, never fatal to the read that met it.
 """
@@ -22,6 +23,7 @@ logger = logging.getLogger("hindsight.store")
 STATUS_ACTIVE = "active"
 STATUS_DELETED = "deleted"
 STATUS_SUPERSEDED = "superseded"
+STATUS_ARCHIVED = "archived"  # kept whole, without a dense vector (`memory.archive`)
 
 # Payload fields that get an index; the tenant index is the multi-tenant partition key.
 KEYWORD_FIELDS = ("namespace", "status", "kind", "tags", "session_id", "content_hash", "origin_id", "attributes")
@@ -29,9 +31,14 @@ FLOAT_FIELDS = ("created_at", "expires_at")
 TENANT_FIELD = "tenant"
 
 
-def recallable_statuses(include_superseded: bool) -> list[str]:
-    """The statuses a recall may return: live memories, and superseded ones when asked for."""
-    return [STATUS_ACTIVE, STATUS_SUPERSEDED] if include_superseded else [STATUS_ACTIVE]
+def recallable_statuses(include_superseded: bool, include_archived: bool = False) -> list[str]:
+    """The statuses a recall may return: live memories, and superseded or archived ones when asked for."""
+    statuses = [STATUS_ACTIVE]
+    if include_superseded:
+        statuses.append(STATUS_SUPERSEDED)
+    if include_archived:
+        statuses.append(STATUS_ARCHIVED)
+    return statuses
 
 
 def status_of(memory: Memory) -> str:
@@ -39,6 +46,8 @@ def status_of(memory: Memory) -> str:
         return STATUS_DELETED
     if memory.superseded_by is not None:
         return STATUS_SUPERSEDED
+    if memory.archived_at is not None:
+        return STATUS_ARCHIVED
     return STATUS_ACTIVE
 
 
@@ -72,6 +81,9 @@ def to_payload(memory: Memory) -> dict[str, Any]:
         "status": status_of(memory),
         "attributes": list(memory.attributes),
         "follows": memory.follows,
+        "archived_at": to_timestamp(memory.archived_at),
+        "archive_reason": memory.archive_reason,
+        "stored_at": to_timestamp(memory.stored_at),
     }
 
 
@@ -104,7 +116,7 @@ def _required_time(payload: dict[str, Any], key: str) -> datetime:
 
 
 _TEXT_FIELDS = ("tenant", "namespace", "content")
-_OPTIONAL_TEXT_FIELDS = ("delete_reason", "superseded_by", "origin_id", "session_id", "follows")
+_OPTIONAL_TEXT_FIELDS = ("delete_reason", "superseded_by", "origin_id", "session_id", "follows", "archive_reason")
 _LIST_FIELDS = ("supersedes", "tags", "attributes")
 
 
@@ -164,6 +176,9 @@ def from_payload(memory_id: object, payload: dict[str, Any]) -> Memory:
             content_hash=str(payload.get("content_hash", "")),
             attributes=list(payload.get("attributes") or []),
             follows=payload.get("follows"),
+            archived_at=_time(payload, "archived_at"),
+            archive_reason=payload.get("archive_reason"),
+            stored_at=_time(payload, "stored_at"),
         )
     except UndecodablePayload:
         raise

@@ -105,6 +105,11 @@ class QdrantServerStore:
     def collection(self) -> str:
         return self._collection
 
+    @property
+    def client(self) -> AsyncQdrantClient:
+        """The client this store owns (a re-embedding builds the next collection through it)."""
+        return self._client
+
     # -- lifecycle -------------------------------------------------------------------------------------------
     @classmethod
     async def open(
@@ -180,7 +185,9 @@ class QdrantServerStore:
         for item in items:
             memory, vector, sparse = unpack(item)
             check_writable(scope, memory)
-            vectors: dict[str, Any] = {DENSE: [float(x) for x in vector]}
+            vectors: dict[str, Any] = (
+                {} if memory.is_archived else {DENSE: [float(x) for x in vector]}
+            )  # archived: none
             if sparse is not None:
                 vectors[SPARSE] = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
             points.append(qm.PointStruct(id=memory.id, vector=vectors, payload=to_payload(memory)))
@@ -194,8 +201,17 @@ class QdrantServerStore:
     async def update(self, scope: NamespaceScope, memory: Memory) -> None:
         check_writable(scope, memory)
         payload = to_payload(memory)
-        selector = qm.FilterSelector(filter=qm.Filter(must=[*_writable_conditions(scope), _has_id([memory.id])]))
-        await self._call(lambda: self._client.overwrite_payload(self._collection, payload, selector))
+        target = qm.Filter(must=[*_writable_conditions(scope), _has_id([memory.id])])
+        if not memory.is_archived:
+            await self._call(
+                lambda: self._client.overwrite_payload(self._collection, payload, qm.FilterSelector(filter=target))
+            )
+            return
+        operations: list[qm.UpdateOperation] = [  # out of the dense index, in one request; its payload first
+            qm.OverwritePayloadOperation(overwrite_payload=qm.SetPayload(payload=payload, filter=target)),
+            qm.DeleteVectorsOperation(delete_vectors=qm.DeleteVectors(filter=target, vector=[DENSE])),
+        ]
+        await self._call(lambda: self._client.batch_update_points(self._collection, operations))
 
     async def copies_of(self, scope: NamespaceScope, origin_id: str) -> builtins.list[Memory]:
         if not scope.writable and not scope.admin:
@@ -241,6 +257,14 @@ class QdrantServerStore:
         memories, _ = await self._scroll(flt, 1)
         return memories[0] if memories else None
 
+    async def get_many(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> builtins.list[Memory]:
+        if not memory_ids:
+            return []
+        ids = sorted(set(memory_ids))
+        flt = qm.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), _has_id(ids)])
+        memories, _ = await self._scroll(flt, len(ids))
+        return memories
+
     async def find_by_hash(
         self,
         scope: NamespaceScope,
@@ -272,7 +296,7 @@ class QdrantServerStore:
         known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
-        must = [*in_scope, _match_any("status", recallable_statuses(flt.include_superseded))]
+        must = [*in_scope, _match_any("status", recallable_statuses(flt.include_superseded, flt.include_archived))]
         if flt.attributes:
             must.append(_match_any("attributes", flt.attributes))
         if flt.kinds:

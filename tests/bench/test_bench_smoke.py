@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench import expired_plans
+from bench import expired_plans, ingest
 from bench.report import HEADINGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,3 +41,5 @@ def test_the_quick_benchmark_produces_every_table(tmp_path: Path) -> None:
         assert any(line.startswith(f"| {granted} | {granted * 10:,} |") for line in lines), f"no fan-out row {granted}"
     assert sum(line.startswith("### ") and " in process, " in line for line in lines) >= 2, "no in-process profiles"
     assert expired_plans.HEADING in lines and any(line.startswith("| 1 (default) |") for line in lines)
+    ingestion = lines[lines.index(ingest.BEGIN) : lines.index(ingest.END)]
+    assert ingest.HEADING in ingestion and sum(line.startswith("| `write_memor") for line in ingestion) == 3

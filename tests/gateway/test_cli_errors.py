@@ -234,6 +234,7 @@ def test_the_parser_tree_covers_every_command() -> None:
         "import",
         "purge",
         "maintain",
+        "reembed",
         "eval",
         "eval locomo",
         "eval memorybank",

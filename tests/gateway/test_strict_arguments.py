@@ -72,9 +72,13 @@ WRONG_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("write_memory", {"content": "The user likes tea", "share_to": "shared:team"}, "share_to"),
     ("write_memory", {"content": ["The user likes tea"]}, "content"),
     ("write_memory", {}, "content"),
+    ("write_memories", {"items": '[{"content": "The user likes tea"}]'}, "items"),  # JSON inside a string
+    ("write_memories", {"items": [{"content": "The user likes tea", "tags": "a"}]}, "items.0.tags"),
+    ("write_memories", {"items": [{"content": "The user likes tea", "metadata": '{"a": 1}'}]}, "items.0.metadata"),
     ("recall_memory", {"query": "tea", "top_k": True}, "top_k"),
     ("recall_memory", {"query": "tea", "top_k": "5"}, "top_k"),
     ("recall_memory", {"query": "tea", "explain": "true"}, "explain"),
+    ("recall_memory", {"query": "tea", "include_archived": "true"}, "include_archived"),
     ("recall_memory", {"query": "tea", "kinds": "episodic"}, "kinds"),
     ("recall_memory", {"query": "tea", "namespaces": "user:1"}, "namespaces"),
     ("recall_memory", {"query": "tea", "tenant": "globex"}, "tenant"),
@@ -133,7 +137,7 @@ async def test_an_unknown_argument_or_a_wrong_json_type_is_invalid_argument_nami
 async def test_every_tool_publishes_that_it_takes_no_other_arguments(app: Starlette, mint: Mint) -> None:
     async with mcp_session(app, mint(admin=True)) as client:
         tools = (await client.list_tools()).tools
-    assert len(tools) == 23
+    assert len(tools) == 24
     assert all(tool.input_schema.get("additionalProperties") is False for tool in tools)
 
 
@@ -198,12 +202,18 @@ UNSTORABLE: list[tuple[str, str, str]] = [
             f'{{"content": "The user likes coffee", "{field}": "0001-01-01T00:00:00+14:00"}}]}}',
             f"records[1].{field}",
         )
-        for field in ("created_at", "updated_at", "deleted_at", "last_accessed_at", "expires_at")
+        for field in ("created_at", "updated_at", "deleted_at", "last_accessed_at", "expires_at", "archived_at")
     ],
     ("import_memories", '{"namespace": "user:1", "records": [{"content": "ok"}, {"content": 5}]}', "records[1]"),
     ("import_memories", '{"namespace": "user:1", "records": [{"content": "ok", "tenant": "globex"}]}', "tenant"),
     ("import_memories", '{"namespace": "user:1", "records": [{"content": "ok", "importance": "0.5"}]}', "importance"),
     ("import_memories", '{"namespace": "user:1", "records": [{"content": "ok", "metadata": {"x": NaN}}]}', "x"),
+    (
+        "import_memories",
+        '{"namespace": "user:1", "records": [{"content": "ok", "archived_at": "2026-01-01T00:00:00Z", '
+        '"archive_reason": 5}]}',
+        "records[0]: archive_reason",
+    ),
 ]
 
 

@@ -32,6 +32,7 @@ ADMIN_TOOLS = {
 }
 WRITE_TOOLS = {
     "write_memory",
+    "write_memories",
     "forget_memory",
     "restore_memory",
     "record_turn",
@@ -42,6 +43,7 @@ WRITE_TOOLS = {
     "feedback",
 }
 READ_TOOLS = {"recall_memory", "list_memories", "get_working_memory", "whoami", "list_events"}
+OPERATOR_TOOLS = {"reembed"}  # gateway-wide: only the hindsight:operator scope lists them
 LEAN = {"id", "namespace", "content", "when", "score"}
 # eight memories of the length the issue measured (~47 characters each)
 MEMORIES = [
@@ -69,6 +71,7 @@ async def one_call_of_each_tool(client: Client) -> dict[str, dict[str, Any]]:
         return answers[name]
 
     written = await call("write_memory", {"content": MEMORIES[0], "tags": ["prefs"], "explain": True})
+    await call("write_memories", {"items": [{"content": MEMORIES[2], "request_id": "batch-1"}, {"content": "ok"}]})
     await client.call_tool("write_memory", {"content": MEMORIES[1], "occurred_at": "2026-01-05T10:00:00Z"})
     await call("recall_memory", {"query": "coffee", "detail": "full", "explain": True})
     await call("list_memories", {})
@@ -165,8 +168,9 @@ async def test_a_value_outside_a_published_bound_is_refused_naming_the_field(app
         ({"scopes": ["memory:write"]}, WRITE_TOOLS),
         ({}, READ_TOOLS | WRITE_TOOLS),
         ({"admin": True}, READ_TOOLS | WRITE_TOOLS | ADMIN_TOOLS),
+        ({"scopes": ["memory:read", "hindsight:operator"]}, READ_TOOLS | OPERATOR_TOOLS),
     ],
-    ids=["read-only", "write-only", "read-write", "admin"],
+    ids=["read-only", "write-only", "read-write", "admin", "operator"],
 )
 async def test_tools_list_shows_a_token_only_the_tools_its_scopes_allow(
     app: Starlette, mint: Mint, grant: dict[str, Any], expected: set[str]

@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from memory.embedders import WordLlamaEmbedder
+from memory.embedders.sparse import Bm25Encoder
 from memory.errors import BackendUnavailable, NamespaceForbidden
 from memory.models import Memory
 from memory.ports import ListQuery, RecallFilter
 from memory.scope import NamespaceScope
+from memory.stores.common import IDF_NAMESPACE_LIMIT
 from memory.stores.edge import EdgeVectorStore
 from tests.memory.conftest import START, make_memory, scope
 
@@ -178,6 +180,49 @@ async def test_maintain_after_writes_keeps_search_and_list_results_identical(
     ]
     assert after_list == before_list
     assert await store.count(writer, ("user:1",)) == len(memories)
+
+
+async def keyword_scores(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, reader: NamespaceScope, query: str
+) -> dict[str, float]:
+    """Each hit's BM25 score of a hybrid search over every namespace the reader may read."""
+    vector = await embedder.embed_query(query)
+    hits = await store.search(
+        reader, reader.all_readable, vector, 50, RecallFilter(now=NOW), Bm25Encoder().query(query)
+    )
+    return {hit.memory.content: hit.keyword for hit in hits if hit.keyword > 0}
+
+
+async def test_a_wide_keyword_search_weighs_terms_by_its_own_tenant_alone_before_and_after_another_joins(
+    private_store: EdgeVectorStore, store_dir: Path, embedder: WordLlamaEmbedder, acme: str, globex: str
+) -> None:
+    # wider than `IDF_NAMESPACE_LIMIT`: the IDF corpus is the tenant (the shard's own statistics while it is alone)
+    namespaces = [f"user:{i}" for i in range(IDF_NAMESPACE_LIMIT + 4)]
+    acme_writer = scope(acme, write=namespaces)
+    texts = ["The user drinks green tea", "The user drinks black coffee", "The user walks the dog", "Tea at five"]
+    ours = [make_memory(t, tenant=acme, namespace=namespaces[i]) for i, t in enumerate(texts)]
+    keywords = Bm25Encoder()
+    vectors = await embedder.embed_documents(texts)
+    await private_store.upsert(
+        acme_writer, [(m, v, keywords.document(m.content)) for m, v in zip(ours, vectors, strict=True)]
+    )
+    alone = await keyword_scores(private_store, embedder, acme_writer, "green tea")
+    assert set(alone) == {"The user drinks green tea", "Tea at five"}
+
+    theirs = [make_memory(f"Tea number {i}", tenant=globex) for i in range(40)]
+    vectors = await embedder.embed_documents([m.content for m in theirs])
+    await private_store.upsert(
+        scope(globex, write=["user:1"]),
+        [(m, v, keywords.document(m.content)) for m, v in zip(theirs, vectors, strict=True)],
+    )
+    assert await keyword_scores(private_store, embedder, acme_writer, "green tea") == pytest.approx(alone, rel=1e-3)
+
+    await private_store.close()  # a reopened store knows both tenants are there
+    reopened = EdgeVectorStore.open(store_dir, model_id=embedder.model_id, dimension=embedder.dimension)
+    try:
+        assert await keyword_scores(reopened, embedder, acme_writer, "green tea") == pytest.approx(alone, rel=1e-3)
+    finally:
+        await reopened.close()
 
 
 # -- lifecycle -------------------------------------------------------------------------------------------------

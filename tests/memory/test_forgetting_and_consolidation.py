@@ -1,6 +1,6 @@
-"""Forgetting and consolidation: TTL expiry and capacity eviction (soft deletes with a reason), eviction order
-by retention score with recent memories protected, and consolidation of related episodes into a semantic
-memory that links to its sources."""
+"""Forgetting and consolidation: TTL expiry (a soft delete with a reason) and capacity eviction (to the archive),
+eviction order by retention score with recent memories protected, and consolidation of related episodes into a
+semantic memory that links to its sources."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ async def test_expired_memories_are_soft_deleted_with_a_reason(
     assert short in await listed(service, admin)
 
 
-async def test_eviction_forgets_the_lowest_scored_old_memories_and_spares_recent_ones(
+async def test_eviction_archives_the_lowest_scored_old_memories_and_spares_recent_ones(
     service: MemoryService, admin: NamespaceScope, clock: ManualClock
 ) -> None:
     start = clock.now()
@@ -75,7 +75,8 @@ async def test_eviction_forgets_the_lowest_scored_old_memories_and_spares_recent
     assert evicted == [old_low, old_mid]  # lowest retention first; the recent low one is protected
     live = await listed(service, admin)
     assert set(live) == {old_high, recent_low}
-    assert (await listed(service, admin, deleted=True))[old_low] == "evicted: namespace over capacity"
+    evicted_memory = await service.get(admin, old_low)
+    assert (evicted_memory.archive_reason, evicted_memory.deleted_at) == ("capacity", None)  # archived, not deleted
     assert await evict(service, admin, "user:1", MemoryKind.EPISODIC, policy) == []
 
 

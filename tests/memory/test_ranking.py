@@ -376,3 +376,23 @@ def test_similar_memories_that_are_not_extracted_facts_are_all_kept() -> None:
     chosen = select_hits(ranked(first, second, fact), 5, None)
 
     assert [h.memory.id for h in chosen] == [first.id, second.id, fact.id]
+
+
+def fact_of(content: str, *events: str) -> Memory:
+    fact = extracted(content)
+    fact.metadata = {"source_event_ids": list(events)}
+    return fact
+
+
+def test_a_second_fact_of_the_same_turn_waits_until_every_other_hit_has_had_its_place() -> None:
+    shoes = fact_of("Melanie got new running shoes.", "D7:18")
+    color = fact_of("Melanie's new shoes are purple.", "D7:18")  # the same turn, and ranked second
+    turn = memory("Caroline: For walking or running?")
+    other = fact_of("Melanie signed up for a pottery class.", "D5:4")
+
+    assert [h.memory.id for h in select_hits(ranked(shoes, color, turn, other), 3, None)] == [
+        shoes.id,
+        turn.id,
+        other.id,
+    ]
+    assert [h.memory.id for h in select_hits(ranked(shoes, color, turn), 3, None)] == [shoes.id, turn.id, color.id]

@@ -32,6 +32,7 @@ from memory.stores.common import IDF_NAMESPACE_LIMIT
 from memory.stores.edge import EdgeVectorStore
 from memory.stores.qdrant_collection import collection_name
 from memory.stores.qdrant_server import DENSE, SPARSE, QdrantServerStore
+from memory.stores.switchable import SwitchableStore
 from tests.memory.conftest import START, everything, make_memory, scope
 
 pytestmark = [
@@ -52,7 +53,8 @@ SERVER_BACKENDS = [
     pytest.param("qdrant-local", id="qdrant-local"),
     pytest.param("qdrant-url", id="qdrant-url", marks=NEEDS_SERVER),
 ]
-BACKENDS = [pytest.param("edge", id="edge"), *SERVER_BACKENDS]
+# "switchable": the embedded store behind the proxy every runtime holds (memory.stores.switchable)
+BACKENDS = [pytest.param("edge", id="edge"), pytest.param("switchable", id="switchable"), *SERVER_BACKENDS]
 
 
 def new_client(backend: str) -> AsyncQdrantClient:
@@ -75,6 +77,9 @@ class Location:
         store: VectorStore
         if self.backend == "edge":
             store = EdgeVectorStore.open(self.path, model_id=model_id, dimension=dimension)
+        elif self.backend == "switchable":
+            edge = EdgeVectorStore.open(self.path, model_id=model_id, dimension=dimension)
+            store = SwitchableStore(edge, model_id, dimension)
         else:
             self.client = self.client or new_client(self.backend)
             store = await QdrantServerStore.open(
@@ -86,7 +91,7 @@ class Location:
     async def set_aside(self, store: VectorStore) -> None:
         """Let the location be opened again: an embedded store holds its directory's lock until closed, while a
         server store must stay open (its client is the connection, and for local mode the data itself)."""
-        if self.backend == "edge":
+        if self.backend in ("edge", "switchable"):
             await store.close()
 
     async def discard(self) -> None:
@@ -184,6 +189,9 @@ async def test_upsert_then_get_round_trips_every_field_of_a_memory(
         metadata={"n": 1, "f": 1.5, "nested": {"list": [1, "x", None, True]}, "unicode": "好的"},
         attributes=["user|pref:answer"],
         follows="018bcfe5-6000-7000-8000-000000000001",
+        archived_at=at + timedelta(days=1, microseconds=3),
+        archive_reason="idle",
+        stored_at=at + timedelta(hours=2, microseconds=5),
     )
     # every field is set to a non-default value, so the comparison below checks them all
     assert all(getattr(memory, f.name) not in (None, [], {}, 0, "") for f in fields(Memory))
@@ -204,6 +212,24 @@ async def test_get_returns_none_to_another_tenant_and_to_a_scope_without_the_nam
     assert await store.get(scope(acme, read=["user:2"]), memory.id) is None
     assert await store.get(scope(acme, read=["user:1"]), memory.id) == memory
     assert await store.get(scope(acme, admin=True), memory.id) == memory
+
+
+async def test_get_many_returns_the_readable_memories_of_the_ids_deleted_or_not_and_none_of_another_tenant(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    kept = make_memory("The user lives in Lisbon", tenant=acme)
+    deleted = make_memory("The user lived in Porto", tenant=acme, deleted_at=START)
+    elsewhere = make_memory("The team meets on Mondays", tenant=acme, namespace="team:1")
+    theirs = make_memory("The user lives in Oslo", tenant=globex)
+    await put(store, writer, kept, deleted, elsewhere)
+    await put(store, scope(globex, write=["user:1"]), theirs)
+    missing = make_memory("never stored", tenant=acme).id
+    ids = [kept.id, deleted.id, elsewhere.id, theirs.id, missing, kept.id]
+
+    assert sorted(m.id for m in await store.get_many(writer, ids)) == sorted([kept.id, deleted.id, elsewhere.id])
+    assert await store.get_many(scope(acme, read=["user:1"]), ids) in ([kept, deleted], [deleted, kept])
+    assert await store.get_many(scope(globex, admin=True), ids) == [theirs]
+    assert await store.get_many(writer, []) == []
 
 
 async def test_update_replaces_the_stored_fields_and_keeps_the_vector(
@@ -845,6 +871,121 @@ async def test_ping_and_maintain_leave_search_and_list_results_unchanged(
 
     assert [h.memory for h in after[0]] == [h.memory for h in before[0]]
     assert after[1] == before[1]
+
+
+# -- the archive: kept whole, out of the dense index ----------------------------------------------------------
+
+
+def archived(memory: Memory, reason: str = "idle") -> Memory:
+    return replace(memory, archived_at=NOW, archive_reason=reason)
+
+
+ARCHIVE = RecallFilter(now=NOW, include_archived=True)
+
+
+async def test_an_archived_memory_leaves_the_dense_index_and_default_search_and_keeps_every_field(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user once rented a canoe", tenant=acme, tags=["trips"], metadata={"row": 1})
+    await store.upsert(writer, [(memory, vec(3), terms(7, 8))])
+
+    await store.update(writer, archived(memory))
+
+    assert await store.get(writer, memory.id) == archived(memory)
+    assert await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE) == []  # no dense vector left to find
+    assert await store.search(writer, ("user:1",), vec(3), 5, RecallFilter(now=NOW), sparse=terms(7)) == []
+    [hit] = await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE, sparse=terms(7))
+    assert (hit.memory, hit.similarity, set(hit.terms)) == (archived(memory), 0.0, {7, 8})
+    assert hit.keyword > 0
+
+
+async def test_a_memory_upserted_archived_is_stored_without_its_dense_vector(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = archived(make_memory("The user once rented a canoe", tenant=acme), "capacity")
+
+    await store.upsert(writer, [(memory, vec(3), terms(7))])
+
+    assert await store.get(writer, memory.id) == memory
+    assert await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE) == []
+    [hit] = await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE, sparse=terms(7))
+    assert (hit.memory, hit.similarity) == (memory, 0.0)
+
+
+async def test_upserting_an_archived_memory_unarchived_puts_it_back_in_the_dense_index(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user once rented a canoe", tenant=acme)
+    await store.upsert(writer, [(archived(memory), vec(3), terms(7))])
+
+    await store.upsert(writer, [(memory, vec(3), terms(7))])
+
+    [hit] = await store.search(writer, ("user:1",), vec(3), 5, RecallFilter(now=NOW))
+    assert (hit.memory, hit.similarity) == (memory, pytest.approx(1.0, abs=1e-4))
+
+
+async def test_a_keyword_only_search_of_the_archive_scores_an_archived_memory_without_a_cosine(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    live = make_memory("live and matching", tenant=acme)
+    gone = make_memory("archived and matching", tenant=acme)
+    await store.upsert(writer, [(live, vec(1), terms(42)), (archived(gone), vec(1), terms(42))])
+
+    plain = await store.search(writer, ("user:1",), vec(1), 5, ARCHIVE, sparse=terms(42), by_meaning=False)
+    known = await store.search(writer, ("user:1",), vec(1), 5, ARCHIVE, sparse=terms(42), by_meaning=False, known={})
+
+    for hits in (plain, known):
+        by_id = {h.memory.id: h for h in hits}
+        assert set(by_id) == {live.id, gone.id}
+        assert by_id[gone.id].similarity == 0.0 and by_id[gone.id].keyword > 0
+        assert by_id[live.id].similarity == pytest.approx(1.0, abs=1e-4)
+
+
+async def test_archived_memories_are_not_live_for_lists_counts_or_repeats(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    live = make_memory("The user likes tea", tenant=acme, at=START)
+    gone = archived(make_memory("The user likes jazz", tenant=acme, at=START + timedelta(seconds=1)))
+    await put(store, writer, live, gone)
+
+    assert await ids_listed(store, writer, ListQuery(("user:1",), None, False, 10, None)) == [live.id]
+    assert await ids_listed(store, writer, ListQuery(("user:1",), None, True, 10, None)) == [live.id, gone.id]
+    assert await store.namespace_counts(scope(acme, admin=True)) == {"user:1": 1}
+    assert await store.find_by_hash(writer, "user:1", gone.content_hash) is None
+    assert await store.find_by_hash(writer, "user:1", gone.content_hash, live_only=False) == gone
+
+
+async def test_an_archived_memory_of_another_tenant_never_appears_even_with_include_archived(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    theirs = scope(globex, write=["user:1"])
+    gone = archived(make_memory("The user once rented a canoe", tenant=globex))
+    await store.upsert(theirs, [(gone, vec(3), terms(7))])
+    await store.upsert(writer, [(make_memory("ours", tenant=acme), vec(3), terms(8))])
+
+    hits = await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE, sparse=terms(7))
+    keyword_only = await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE, sparse=terms(7), by_meaning=False)
+
+    assert [h.memory.content for h in hits] == ["ours"]  # by meaning only; the archived one is not theirs to see
+    assert keyword_only == []
+    assert await store.get(writer, gone.id) is None
+    assert await store.get(scope(acme, admin=True), gone.id) is None
+    with pytest.raises(NamespaceForbidden):  # archiving is an update: never another tenant's memory
+        await store.update(writer, gone)
+    assert await store.get(theirs, gone.id) == gone
+
+
+async def test_archiving_never_touches_a_memory_of_another_tenant_that_shares_its_id(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    theirs = scope(globex, write=["user:1"])
+    mine = make_memory("The user likes tea", tenant=acme)
+    await store.upsert(theirs, [(replace(mine, tenant=globex), vec(3), terms(7))])
+
+    await store.update(writer, archived(mine))
+
+    [hit] = await store.search(theirs, ("user:1",), vec(3), 5, RecallFilter(now=NOW))
+    assert hit.memory.archived_at is None and hit.similarity == pytest.approx(1.0, abs=1e-4)
 
 
 # -- the server store alone ------------------------------------------------------------------------------------

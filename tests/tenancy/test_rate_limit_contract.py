@@ -186,3 +186,17 @@ async def test_redis_down_is_backend_unavailable_and_the_same_client_recovers(ow
     own_redis.start()
     assert await limiter.acquire([writes]) == ALLOWED
     await limiter.close()
+
+
+async def test_a_call_costing_n_tokens_takes_n_and_one_over_the_capacity_leaves_a_debt(limiter: RateLimiter) -> None:
+    batch = bucket("acme", "s:batch", capacity=5, refill_per_second=0.001)
+    big = bucket("acme", "s:big", capacity=5, refill_per_second=0.001)
+
+    taken = [(await limiter.acquire([batch], cost)).allowed for cost in (3, 3, 2)]
+    over_capacity = await limiter.acquire([big], 8)  # a full bucket lets a batch over its burst through
+    in_debt = await limiter.acquire([big])
+
+    assert taken == [True, False, True]
+    assert over_capacity == ALLOWED
+    assert not in_debt.allowed
+    assert in_debt.retry_after_seconds == pytest.approx(4 / 0.001, rel=0.01)  # from -3 back to one token

@@ -79,6 +79,36 @@ def test_locomo_like_turns_keep_the_facts_with_the_speaker_named_and_the_dates_a
     assert [f.source_event_ids for f in facts] == [("D1:2",), ("D1:3",), ("D1:14",), ("D2:7",), ("D2:7",), ("D4:3",)]
 
 
+NOT_ON_THEIR_OWN = [
+    ("Gina", "I bet you feel great knowing your students are doing so well."),  # "you": a listener it cannot name
+    ("Gina", "So glad you have Jon in your corner!"),
+    ("Jon", "Exploring new cities is always so much fun."),  # about nobody
+    (None, "Exploring new cities is always so much fun."),
+    ("Jon", "Wow, awesome news that you two are getting along!"),  # a fragment once the small talk is cut
+]
+
+
+@pytest.mark.parametrize(("speaker", "said"), NOT_ON_THEIR_OWN)
+def test_a_statement_that_does_not_stand_on_its_own_gives_no_fact(speaker: str | None, said: str) -> None:
+    assert extract(event("e1", "user_message", said, speaker=speaker)) == []
+
+
+def test_a_statement_about_its_speaker_or_someone_named_stands_on_its_own() -> None:
+    said = [
+        ("e1", "Joanna", "I finally finished my first screenplay last Friday."),
+        ("e2", "Jon", "Dancing always makes me feel alive."),
+        ("e3", None, "I told you I am vegetarian, remember that."),  # an agent's user: "you" is the assistant
+        ("e4", "Nate", "Star Wars never gets old."),
+    ]
+    facts = extract(*(event(i, "user_message", text, speaker=who) for i, who, text in said))
+    assert contents(facts) == [
+        "Joanna finally finished Joanna's first screenplay last Friday (2026-11-27).",
+        "Dancing always makes Jon feel alive.",
+        "The user told you the user is vegetarian, remember that.",
+        "Star Wars never gets old.",
+    ]
+
+
 def test_memorybank_like_turns_keep_the_users_facts_in_chinese() -> None:
     facts = extract(
         event("q1", "user_message", "你好，我叫张曼婷，很高兴认识你。"),

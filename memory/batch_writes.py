@@ -1,0 +1,135 @@
+"""`write_batch`: many writes in one call, with the outcomes of writing them one by one, in order.
+
+A batch costs what must stay per memory and shares the rest. Shared: the checks, the text rules of every item in
+one worker-thread hop, the importance of every item at once (the optional LLM rates them concurrently), one
+`Embedder.embed_documents` call for every text of the batch and one hop for every keyword vector. Per item, in
+the batch's order, exactly as `MemoryWriter.write` does it: under the namespace's write lock the exact-repeat
+check, the conflict search and decision, and the store of the memory with its copies and links. So item k sees
+items 0..k-1 stored: a repeat within the batch is skipped, a later value supersedes an earlier one, and
+concurrent writers of the namespace interleave between items, never inside one.
+
+The vectors are computed before any item is stored, so a dialogue turn is embedded in the context of the turn
+it is expected to follow: the batch's previous item of its session, else the session's latest stored turn.
+`MemoryWriter.commit` checks that under the lock and embeds the item again when another turn came between (an
+earlier item was a repeat, updated another memory in place, or a concurrent write landed), as a single write
+does when a turn lands while it is embedded.
+
+What differs from single writes is when the repeat of a stored memory is found: a single write checks before
+the text rules and again under the lock, a batch item only under the lock (the text rules of a repeat run for
+nothing; its answer is the same). An item with too little information is skipped unless it repeats a stored
+memory (then it is skipped as that repeat, as a single write would answer).
+
+Each item ends as its `WriteOutcome` or the `MemoryEngineError` it raised (an invalid item does not stop the
+others). A backend that fails (`BackendUnavailable`) ends the batch: that item and every later one answer it,
+unattempted, and a retry of the batch completes it (`memory.linking`; the gateway replays the items done). A
+failure before any item is stored (the embedder, the session lookup) is raised: nothing was written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import anyio
+import anyio.to_thread
+
+from memory.errors import BackendUnavailable, InvalidArgument, MemoryEngineError
+from memory.models import Memory, WriteOutcome
+from memory.pipeline.analysis import WriteAnalysis
+from memory.ports import SparseVector
+from memory.requests import WriteRequest
+from memory.scope import NamespaceScope
+from memory.writes import Draft, MemoryWriter
+
+BatchResult = WriteOutcome | MemoryEngineError
+RATING_CONCURRENCY = 16  # items whose importance the optional LLM rates at once
+
+
+async def write_batch(
+    writer: MemoryWriter, scope: NamespaceScope, requests: Sequence[WriteRequest], max_items: int
+) -> list[BatchResult]:
+    """Write `requests` in order (see the module docstring); one result per request, in the same order."""
+    if len(requests) > max_items:
+        raise InvalidArgument(f"at most {max_items} memories per batch; got {len(requests)}")
+    results: list[BatchResult | None] = [None] * len(requests)
+    drafts: dict[int, Draft] = {}
+    for index, request in enumerate(requests):
+        try:
+            drafts[index] = writer.new_draft(scope, request)
+        except MemoryEngineError as exc:
+            results[index] = exc
+    skipped = await _analysed(writer, drafts)
+    await _embed_all(writer, scope, [draft for index, draft in drafts.items() if index not in skipped])
+    for index in range(len(requests)):
+        if results[index] is not None:
+            continue
+        try:
+            results[index] = await _commit(writer, scope, drafts[index], skipped.get(index))
+        except BackendUnavailable as exc:
+            results[index] = exc
+            for later in range(index + 1, len(requests)):
+                if results[later] is None:
+                    results[later] = BackendUnavailable(f"not attempted: an earlier item failed ({exc.message})")
+            break
+        except MemoryEngineError as exc:
+            results[index] = exc
+    return [result for result in results if result is not None]
+
+
+async def _analysed(writer: MemoryWriter, drafts: dict[int, Draft]) -> dict[int, WriteOutcome]:
+    """The text rules of every draft in one worker-thread hop (each under its own CPU budget), then importance,
+    concurrently; the skips of the items with too little information, by index (the other drafts are ready)."""
+    jobs = [writer.analysis_job(draft) for draft in drafts.values()]
+    analyses = await anyio.to_thread.run_sync(lambda: [job() for job in jobs])
+    skipped: dict[int, WriteOutcome] = {}
+    limiter = anyio.CapacityLimiter(RATING_CONCURRENCY)
+
+    async def finish(index: int, draft: Draft, analysis: WriteAnalysis) -> None:
+        async with limiter:
+            if isinstance(outcome := await writer.drafted(draft, analysis), WriteOutcome):
+                skipped[index] = outcome
+
+    async with anyio.create_task_group() as group:
+        for (index, draft), analysis in zip(drafts.items(), analyses, strict=True):
+            group.start_soon(finish, index, draft, analysis)
+    return skipped
+
+
+async def _embed_all(writer: MemoryWriter, scope: NamespaceScope, drafts: list[Draft]) -> None:
+    """Every draft's vectors: one `embed_documents` call for all their texts, one hop for the keyword vectors."""
+    if not drafts:
+        return
+    await _expect_previous(writer, scope, drafts)
+    work = [writer.embedding_work(draft) for draft in drafts]
+    texts = [text for item_texts, _ in work for text in item_texts]
+    vectors = await writer.embedder.embed_documents(texts)
+    keyword_jobs = [job for _, job in work]
+    sparse: list[SparseVector] = await anyio.to_thread.run_sync(lambda: [job() for job in keyword_jobs])
+    at = 0
+    for draft, (item_texts, _), keywords in zip(drafts, work, sparse, strict=True):
+        writer.take_vectors(draft, vectors[at : at + len(item_texts)], keywords)
+        at += len(item_texts)
+
+
+async def _expect_previous(writer: MemoryWriter, scope: NamespaceScope, drafts: list[Draft]) -> None:
+    """The turn each draft of a session is expected to follow: the batch's previous draft of that session and
+    namespace, else the session's latest stored turn (read once per session). `commit` checks it."""
+    last: dict[tuple[str, str], Memory | None] = {}
+    for draft in drafts:
+        memory = draft.memory
+        if memory.session_id is None:
+            continue
+        key = (memory.namespace, memory.session_id)
+        if key not in last:
+            last[key] = await writer.store.latest_in_session(scope, memory.namespace, memory.session_id)
+        draft.previous = last[key]
+        last[key] = memory
+
+
+async def _commit(
+    writer: MemoryWriter, scope: NamespaceScope, draft: Draft, skipped: WriteOutcome | None
+) -> WriteOutcome:
+    if skipped is None:
+        return await writer.commit(scope, draft)
+    # too little information (never so for `force`): a single write would first have found a stored repeat
+    repeat = await writer.repeat(scope, draft.memory, draft.request)
+    return repeat if repeat is not None else skipped

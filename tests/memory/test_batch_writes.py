@@ -1,0 +1,119 @@
+"""`MemoryService.write_many` (`memory.batch_writes`) on the real store and embedder: a batch leaves the store as
+the same writes one by one do (repeats, chit-chat, supersession, updates in place, session turns embedded after
+the turn they follow, even when the batch expected another), each invalid item fails alone, and a backend
+failure ends the batch with the rest unattempted."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from typing import Any
+
+import pytest
+
+from memory.errors import BackendUnavailable, InvalidArgument, NamespaceForbidden
+from memory.models import Memory, WriteOutcome
+from memory.requests import RecallRequest, WriteRequest
+from memory.scope import NamespaceScope
+from memory.service import MemoryService
+from memory.stores.edge import EdgeVectorStore
+from tests.memory.conftest import everything, scope
+
+pytestmark = pytest.mark.anyio
+
+MEMORY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+STATEMENTS: list[dict[str, Any]] = [
+    {"content": "Did you book the venue for Anna's birthday dinner?", "session_id": "s1"},
+    {"content": "We use MySQL for the orders service", "kind": "semantic"},
+    {"content": "I moved to Porto in 2021", "session_id": "s1"},  # a repeat of a stored turn: skipped
+    {"content": "Yes, the Lisbon place on Rua Augusta, for eight", "session_id": "s1"},  # follows item 0
+    {"content": "thanks!"},
+    {"content": "We migrated the orders service to PostgreSQL", "kind": "semantic"},
+    {"content": "The user's dog is called Pepper", "tags": ["pets"]},
+    {"content": "The user's dog is named Pepper", "tags": ["dog"]},
+    {"content": "The user's dog is called Pepper", "tags": ["pets"]},
+    {"content": "I moved to Porto in 2021", "force": True},
+    {"content": "Did the dinner go well?", "session_id": "s1", "metadata": {"speaker": "Ana"}},
+]
+
+
+def requests(namespace: str) -> list[WriteRequest]:
+    return [WriteRequest(subject="agent-1", namespace=namespace, **item) for item in STATEMENTS]
+
+
+def comparable(outcomes: list[WriteOutcome], memories: list[Memory]) -> str:
+    """Outcomes and stored memories with ids numbered by first appearance and namespaces left out."""
+    names: dict[str, str] = {}
+    rows = [(o.status.value, o.id, o.superseded, o.reason) for o in outcomes]
+    stored = sorted((asdict(m) | {"namespace": None} for m in memories), key=lambda m: m["id"])
+    text = repr((rows, stored)).replace("'user:1'", "'ns'").replace("'user:2'", "'ns'")
+    return MEMORY_ID.sub(lambda m: names.setdefault(m.group(), f"#{len(names)}"), text)
+
+
+async def test_a_batch_leaves_the_store_as_the_same_writes_one_by_one_do(
+    service: MemoryService, store: EdgeVectorStore, acme: str
+) -> None:
+    who = scope(acme, read=["user:1", "user:2"], write=["user:1", "user:2"])
+    for namespace in ("user:1", "user:2"):  # a turn of the session stored before, which item 2 repeats
+        await service.write(who, WriteRequest("I moved to Porto in 2021", "agent-1", namespace, session_id="s1"))
+
+    singles = [await service.write(who, request) for request in requests("user:1")]
+    batch = await service.write_many(who, requests("user:2"))
+    memories = await everything(store, acme)
+
+    assert all(isinstance(outcome, WriteOutcome) for outcome in batch)
+    batched = [o for o in batch if isinstance(o, WriteOutcome)]
+    one = [m for m in memories if m.namespace == "user:1"]
+    two = [m for m in memories if m.namespace == "user:2"]
+    assert comparable(batched, two) == comparable(singles, one)
+    assert [o.status.value for o in batched][2:5] == ["skipped", "created", "skipped"]
+    for query in ("Where is the birthday dinner?", "Did the dinner go well?", "orders database"):  # same vectors
+        scores = []
+        for namespace in ("user:1", "user:2"):
+            hits = await service.recall(who, RecallRequest(query, namespaces=[namespace], include_superseded=True))
+            scores.append([(h.memory.content, round(h.scores.dense_similarity, 5), h.scores.keyword) for h in hits])
+        assert scores[0] == scores[1]
+
+
+async def test_an_invalid_item_fails_alone(service: MemoryService, acme: str) -> None:
+    who = scope(acme, write=["user:1"])
+    batch = await service.write_many(
+        who,
+        [
+            WriteRequest("The user works at Globex", "agent-1"),
+            WriteRequest("The user likes tea", "agent-1", namespace="user:9"),
+            WriteRequest("The user likes jazz", "agent-1", importance=2.0),
+            WriteRequest("The user's sister is Ines", "agent-1"),
+        ],
+    )
+    assert [type(result) for result in batch] == [WriteOutcome, NamespaceForbidden, InvalidArgument, WriteOutcome]
+
+
+async def test_more_requests_than_the_limit_are_refused_before_any_is_written(
+    service: MemoryService, store: EdgeVectorStore, acme: str
+) -> None:
+    who = scope(acme, write=["user:1"])
+    too_many = [WriteRequest(f"Fact number {n}", "agent-1") for n in range(service.limits.max_batch_items + 1)]
+    with pytest.raises(InvalidArgument, match="at most 256"):
+        await service.write_many(who, too_many)
+    assert await everything(store, acme) == []
+
+
+async def test_a_backend_failure_ends_the_batch_and_leaves_the_rest_unattempted(
+    private_store: EdgeVectorStore, service_on: Any, acme: str
+) -> None:
+    who: NamespaceScope = scope(acme, write=["user:1"])
+    service: MemoryService = service_on(private_store)
+    await private_store.close()
+    batch = await service.write_many(who, [WriteRequest(f"Fact number {n}", "agent-1") for n in range(3)])
+    assert all(isinstance(result, BackendUnavailable) for result in batch)
+    assert [r.message.startswith("not attempted") for r in batch if isinstance(r, BackendUnavailable)] == [
+        False,
+        True,
+        True,
+    ]
+
+
+@pytest.fixture
+def service_on(embedder: Any, clock: Any) -> Any:
+    return lambda store: MemoryService(store, embedder, clock)
