@@ -62,13 +62,15 @@ def chinese_texts(count: int) -> tuple[list[str], list[str]]:
     return texts, questions
 
 
-async def measure_one(name: str, size: int, workdir: Path) -> dict[str, Any]:
+async def measure_one(
+    name: str, size: int, workdir: Path, writes_per_language: int = 100, queries_per_language: int = QUERIES
+) -> dict[str, Any]:
     """Load the corpus through the runtime the server opens, time writes and recalls in process, then the same
     recalls over HTTP MCP against `hindsight serve` on that data directory."""
     rng = random.Random(5)
     english = [corpus.sentence(rng) for _ in range(size // 2)]
     chinese, zh_queries = chinese_texts(size - len(english))
-    queries = {"en": corpus.queries(QUERIES), "zh": zh_queries[:QUERIES]}
+    queries = {"en": corpus.queries(queries_per_language), "zh": zh_queries[:queries_per_language]}
     data_dir = workdir / name
     settings = settings_for(data_dir).model_copy(update={"embedder": name})
     scope = loader_scope()
@@ -87,7 +89,7 @@ async def measure_one(name: str, size: int, workdir: Path) -> dict[str, Any]:
             await rt.store.upsert(scope, list(zip(memories, vectors, sparse, strict=True)))
         await rt.store.maintain()
         writes = Samples()
-        for i in range(100):
+        for i in range(writes_per_language):
             for text in (f"{english[i]} (update {i})", f"{chinese[i]}（更新{i}）"):
                 began = time.perf_counter()
                 request = WriteRequest(content=text, subject="bench", namespace=corpus.WRITE_NAMESPACE, force=True)
@@ -112,11 +114,11 @@ async def measure_one(name: str, size: int, workdir: Path) -> dict[str, Any]:
 
 
 async def measure(quick: bool = False, workdir: Path | None = None) -> dict[str, Any]:
-    size = 2_000 if quick else 10_000
+    size = 500 if quick else 10_000
     results: dict[str, Any] = {"size": size, "load_before": load_average()}
     with tempfile.TemporaryDirectory(prefix="hindsight-embedder-cost-", dir=workdir) as tmp:
         for name in EMBEDDERS:
-            results[name] = await measure_one(name, size, Path(tmp))
+            results[name] = await measure_one(name, size, Path(tmp), *((20, 20) if quick else (100, QUERIES)))
     results["load"] = load_average()
     return results
 
@@ -128,8 +130,9 @@ def render(results: dict[str, Any]) -> str:
         HEADING,
         "",
         f"`python -m bench.embedder_cost`: {results['size']:,} memories (half English, half Chinese) over 100 "
-        "namespaces in the embedded engine, loaded through the runtime the server opens; 200 writes through "
-        f"`MemoryService.write`; {QUERIES} English and {QUERIES} Chinese recalls over every namespace, in process, "
+        "namespaces in the embedded engine, loaded through the runtime the server opens; "
+        f"{len(base['writes'])} writes through `MemoryService.write`; {len(base['recalls']['en'])} English and "
+        f"{len(base['recalls']['zh'])} Chinese recalls over every namespace, in process, "
         "then the same recalls over HTTP MCP (`mcp.Client` to `hindsight serve` in a subprocess, one session, after "
         f"{WARMUP} warm-up calls); one embedder after the other. Machine load {results['load_before']} at the start, "
         f"{results['load']} at the end. Target (issue #14): Chinese recall over HTTP MCP p50 ≤ 20 ms at 10k.",
@@ -165,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         render,
         write_section,
         argv,
-        quick_help="2,000 memories instead of 10,000",
+        quick_help="500 memories, 20 writes and 20 recalls per language instead of 10,000, 100 and 100",
     )
 
 

@@ -42,6 +42,7 @@ from bench.config import settings_for
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
+from bench.stats import paired_bootstrap_interval
 from gateway.runtime import open_runtime
 from memory.clock import ManualClock
 from memory.evaluation import locomo, memorybank
@@ -468,7 +469,11 @@ def _verdict(lang: LanguageFigures, config: str) -> str:
     delta = lang.means(config)["recall@10"] - lang.means("raw")["recall@10"]
     verdict = "meets the bar (not lower)" if delta >= 0 else f"**below the bar by {-delta:.3f}**"
     lower, higher = lang.changed(config)
-    return f"{delta:+.3f}, {verdict}; lower for {lower} questions, higher for {higher}"
+    low, high = paired_bootstrap_interval([a.recall(config) - a.recall("raw") for a in lang.asked])
+    return (
+        f"{delta:+.3f} (95% paired bootstrap interval over the questions {low:+.3f} to {high:+.3f}), {verdict}; "
+        f"lower for {lower} questions, higher for {higher}"
+    )
 
 
 def _recall_table(lang: LanguageFigures) -> list[str]:

@@ -31,6 +31,7 @@ import anyio.to_thread
 
 from bench import (
     answer_size,
+    consolidation_quality,
     corpus,
     crosslingual,
     decisions,
@@ -267,6 +268,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("embedders: what a write and a recall cost with each, English and Chinese", embedder_cost),
     ("ingestion over MCP: write_memory one by one, write_memories batched, 1 and 8 clients", ingest),
     ("extracted facts beside raw turns: recall of the evidence, English and Chinese", extraction_quality),
+    ("consolidation: semantic memories, hobby coverage and LoCoMo recall beside them", consolidation_quality),
 )
 
 

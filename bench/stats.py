@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,6 +15,20 @@ def percentile(sorted_values: list[float], q: float) -> float:
         return math.nan
     rank = max(1, math.ceil(q / 100 * len(sorted_values)))
     return sorted_values[rank - 1]
+
+
+def paired_bootstrap_interval(
+    differences: list[float], level: float = 0.95, resamples: int = 4_000, seed: int = 0
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean of paired differences (one per question, say): resamples
+    drawn with replacement from a fixed seed, so a report is reproducible. (nan, nan) for no differences."""
+    if not differences:
+        return math.nan, math.nan
+    draw = random.Random(seed).choices
+    size = len(differences)
+    means = sorted(sum(draw(differences, k=size)) / size for _ in range(resamples))
+    tail = (1 - level) / 2
+    return means[int(tail * resamples)], means[min(resamples - 1, int((1 - tail) * resamples))]
 
 
 @dataclass

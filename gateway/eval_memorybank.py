@@ -45,7 +45,7 @@ def jieba_words() -> Callable[[str], list[str]]:
     """jieba's word segmentation (precise mode), lowercased, without punctuation or spaces."""
     try:
         import jieba
-    except ImportError as exc:  # pragma: no cover - jieba is in the dev extra
+    except ImportError as exc:  # pragma: no cover - jieba is a core dependency
         raise SystemExit("hindsight eval memorybank needs jieba: pip install jieba") from exc
     jieba.setLogLevel(logging.WARNING)
 

@@ -18,6 +18,7 @@ import anyio
 from gateway.background import Supervisor
 from gateway.runtime import Runtime
 from memory.archive import ArchivePolicy
+from memory.consolidation import ConsolidationPace
 from memory.forgetting import ForgettingPolicy
 from memory.maintenance import MaintenanceReport, maintain_tenant
 from memory.models import MemoryKind
@@ -48,11 +49,19 @@ def archive_policy(runtime: Runtime) -> ArchivePolicy:
     return ArchivePolicy(after_days=settings.archive_after_days, max_access_count=settings.archive_max_access_count)
 
 
+def consolidation_pace(runtime: Runtime) -> ConsolidationPace:
+    return ConsolidationPace(timedelta(days=runtime.settings.consolidation_interval_days))
+
+
 async def maintain_all(
-    runtime: Runtime, tenants: list[str] | None = None, supervisor: Supervisor | None = None
+    runtime: Runtime,
+    tenants: list[str] | None = None,
+    supervisor: Supervisor | None = None,
+    pace: ConsolidationPace | None = None,
 ) -> dict[str, dict[str, Any]]:
     """One pass over the given tenants (default: every tenant with memories); returns a report per tenant
-    (a tenant whose pass failed as a whole has none; its failure is logged and counted)."""
+    (a tenant whose pass failed as a whole has none; its failure is logged and counted). With a `pace` (the
+    scheduler's), namespaces consolidated within its interval are not consolidated again; without, all are."""
     supervisor = supervisor or Supervisor()
     reports: dict[str, dict[str, Any]] = {}
     for tenant in tenants if tenants is not None else await runtime.store.tenants():
@@ -63,6 +72,7 @@ async def maintain_all(
                 forgetting_policy(runtime),
                 summarizer=runtime.summarizer,
                 archive=archive_policy(runtime),
+                pace=pace,
             )
             supervisor.count("memory_maintenance", len(report.failed))  # steps that failed, logged in the pass
             reports[tenant] = asdict(report)
@@ -94,11 +104,12 @@ async def sweep_sessions(
 
 async def maintenance_loop(runtime: Runtime, interval_seconds: float, supervisor: Supervisor) -> None:
     """`maintain_all` and `sweep_sessions` every `interval_seconds`; a round that fails (listing the tenants) is
-    logged and counted."""
+    logged and counted. Consolidation keeps its own, slower pace (`consolidation_interval_days`)."""
+    pace = consolidation_pace(runtime)
     while True:
         await anyio.sleep(interval_seconds)
         with supervisor.contain("memory_maintenance"):
-            await maintain_all(runtime, supervisor=supervisor)
+            await maintain_all(runtime, supervisor=supervisor, pace=pace)
         with supervisor.contain("session_sweep"):
             await sweep_sessions(runtime, supervisor=supervisor)
         supervisor.finished("memory_maintenance")

@@ -2,17 +2,19 @@
 
 A batch costs what must stay per memory and shares the rest. Shared: the checks, the text rules of every item in
 one worker-thread hop, the importance of every item at once (the optional LLM rates them concurrently), one
-`Embedder.embed_documents` call for every text of the batch and one hop for every keyword vector. Per item, in
-the batch's order, exactly as `MemoryWriter.write` does it: under the namespace's write lock the exact-repeat
-check, the conflict search and decision, and the store of the memory with its copies and links. So item k sees
-items 0..k-1 stored: a repeat within the batch is skipped, a later value supersedes an earlier one, and
-concurrent writers of the namespace interleave between items, never inside one.
+`Embedder.embed_documents` call for every text of the batch and one hop for every keyword vector. Then the items
+are committed in the batch's order, each run of consecutive items of one namespace under that namespace's write
+lock (`memory.batch_commit`): the store reads for a window of items are shared (one hash lookup, one engine batch
+of conflict searches), each item is decided as `MemoryWriter.commit_locked` decides it, against the store as it
+would be after items 0..k-1 (a repeat within the batch is skipped, a later value supersedes an earlier one), and
+the plain new memories of a window are stored in one upsert. Concurrent writers of the namespace interleave
+between chunks of a run, never inside an item.
 
 The vectors are computed before any item is stored, so a dialogue turn is embedded in the context of the turn
-it is expected to follow: the batch's previous item of its session, else the session's latest stored turn.
-`MemoryWriter.commit` checks that under the lock and embeds the item again when another turn came between (an
-earlier item was a repeat, updated another memory in place, or a concurrent write landed), as a single write
-does when a turn lands while it is embedded.
+it is expected to follow: the batch's previous item of its session, else the session's latest stored turn. The
+commit checks that under the lock and embeds the item again when another turn came between (an earlier item was
+a repeat, updated another memory in place, or a concurrent write landed), as a single write does when a turn
+lands while it is embedded.
 
 What differs from single writes is when the repeat of a stored memory is found: a single write checks before
 the text rules and again under the lock, a batch item only under the lock (the text rules of a repeat run for
@@ -32,6 +34,7 @@ from collections.abc import Sequence
 import anyio
 import anyio.to_thread
 
+from memory.batch_commit import BatchResult, Failed, Item, commit_run
 from memory.errors import BackendUnavailable, InvalidArgument, MemoryEngineError
 from memory.models import Memory, WriteOutcome
 from memory.pipeline.analysis import WriteAnalysis
@@ -40,7 +43,7 @@ from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.writes import Draft, MemoryWriter
 
-BatchResult = WriteOutcome | MemoryEngineError
+__all__ = ["BatchResult", "write_batch"]
 RATING_CONCURRENCY = 16  # items whose importance the optional LLM rates at once
 
 
@@ -59,19 +62,16 @@ async def write_batch(
             results[index] = exc
     skipped = await _analysed(writer, drafts)
     await _embed_all(writer, scope, [draft for index, draft in drafts.items() if index not in skipped])
-    for index in range(len(requests)):
-        if results[index] is not None:
-            continue
-        try:
-            results[index] = await _commit(writer, scope, drafts[index], skipped.get(index))
-        except BackendUnavailable as exc:
-            results[index] = exc
-            for later in range(index + 1, len(requests)):
-                if results[later] is None:
-                    results[later] = BackendUnavailable(f"not attempted: an earlier item failed ({exc.message})")
-            break
-        except MemoryEngineError as exc:
-            results[index] = exc
+    done: list[tuple[int, BatchResult]] = []
+    try:
+        for run in _runs([Item(index, draft, skipped.get(index)) for index, draft in drafts.items()]):
+            await commit_run(writer, scope, run, done)
+    except Failed as failed:
+        done.append((failed.index, failed.error))
+        message = f"not attempted: an earlier item failed ({failed.error.message})"
+        done += [(later, BackendUnavailable(message)) for later in drafts if later > failed.index]
+    for index, result in done:
+        results[index] = result
     return [result for result in results if result is not None]
 
 
@@ -81,6 +81,11 @@ async def _analysed(writer: MemoryWriter, drafts: dict[int, Draft]) -> dict[int,
     jobs = [writer.analysis_job(draft) for draft in drafts.values()]
     analyses = await anyio.to_thread.run_sync(lambda: [job() for job in jobs])
     skipped: dict[int, WriteOutcome] = {}
+    if writer.importance_rater is None:  # the rules alone: nothing to wait for, no task per item
+        for (index, draft), analysis in zip(drafts.items(), analyses, strict=True):
+            if isinstance(outcome := await writer.drafted(draft, analysis), WriteOutcome):
+                skipped[index] = outcome
+        return skipped
     limiter = anyio.CapacityLimiter(RATING_CONCURRENCY)
 
     async def finish(index: int, draft: Draft, analysis: WriteAnalysis) -> None:
@@ -125,11 +130,12 @@ async def _expect_previous(writer: MemoryWriter, scope: NamespaceScope, drafts: 
         last[key] = memory
 
 
-async def _commit(
-    writer: MemoryWriter, scope: NamespaceScope, draft: Draft, skipped: WriteOutcome | None
-) -> WriteOutcome:
-    if skipped is None:
-        return await writer.commit(scope, draft)
-    # too little information (never so for `force`): a single write would first have found a stored repeat
-    repeat = await writer.repeat(scope, draft.memory, draft.request)
-    return repeat if repeat is not None else skipped
+def _runs(items: list[Item]) -> list[list[Item]]:
+    """The items in order, cut where the namespace changes: each run is committed under its namespace's lock."""
+    runs: list[list[Item]] = []
+    for item in items:
+        if runs and runs[-1][0].draft.memory.namespace == item.draft.memory.namespace:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return runs

@@ -1,5 +1,5 @@
 """One maintenance pass over a tenant: expire, archive idle memories, evict over capacity (to the archive),
-consolidate — namespace by namespace.
+consolidate — namespace by namespace. Consolidation keeps its own pace (`ConsolidationPace`, weekly by default).
 
 The gateway's scheduler (and `hindsight maintain`) calls `maintain_tenant` with an admin scope per tenant; the
 `consolidate` MCP tool calls `consolidate` for one namespace.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from memory.archive import ArchivePolicy
-from memory.consolidation import ConsolidationPolicy, ConsolidationResult, consolidate
+from memory.consolidation import ConsolidationPace, ConsolidationPolicy, ConsolidationResult, consolidate
 from memory.forgetting import ForgettingPolicy, archive_idle, evict, expire
 from memory.llm import ChatSummarizer
 from memory.models import MemoryKind
@@ -36,6 +36,7 @@ class MaintenanceReport:
     evicted: int = 0  # memories moved to the archive because their namespace was over capacity
     clusters: int = 0
     consolidated: list[str] = field(default_factory=list)
+    consolidation_skipped: int = 0  # namespaces not yet due for consolidation (the pace)
     namespaces: int = 0
     failed: list[str] = field(default_factory=list)  # "namespace: step" of every step that raised (and was logged)
 
@@ -47,7 +48,10 @@ async def maintain_tenant(
     consolidation: ConsolidationPolicy | None = None,
     summarizer: ChatSummarizer | None = None,
     archive: ArchivePolicy | None = None,
+    pace: ConsolidationPace | None = None,
 ) -> MaintenanceReport:
+    """One pass over every namespace of the tenant. With a `pace` (the scheduler's), a namespace is consolidated
+    only when its last consolidation is at least the pace's interval old; without one (`hindsight maintain`), now."""
     forgetting = forgetting or ForgettingPolicy()
     archive = archive or ArchivePolicy()
     report = MaintenanceReport()
@@ -71,9 +75,15 @@ async def maintain_tenant(
                 namespace, f"eviction of {kind.value}", evict(service, scope, namespace, kind, forgetting)
             )
             report.evicted += len(evicted or [])
+        now = service.clock.now()
+        if pace is not None and not pace.due(scope.tenant, namespace, now):
+            report.consolidation_skipped += 1
+            continue
         result: ConsolidationResult | None = await step(
             namespace, "consolidation", consolidate(service, scope, namespace, consolidation, summarizer)
         )
+        if pace is not None and result is not None:  # a consolidation that failed is tried again next pass
+            pace.ran(scope.tenant, namespace, now)
         if result is not None:
             report.clusters += result.clusters
             report.consolidated += result.written

@@ -45,6 +45,18 @@ class ScoredMemory:
     similarity: float  # cosine similarity of the memory's dense vector to the query's
     keyword: float = 0.0  # BM25 score of the memory for the query's terms (0: not among the keyword matches)
     terms: tuple[int, ...] = ()  # the term ids of its keyword vector (hybrid search returns them)
+    vector: Sequence[float] = ()  # its stored dense vector (`search_many` returns it)
+
+
+@dataclass(frozen=True, slots=True)
+class NearestQuery:
+    """One search of `VectorStore.search_many`: the `limit` live memories of `namespaces` nearest to `vector` by
+    meaning alone that pass `flt`."""
+
+    namespaces: tuple[str, ...]
+    vector: Sequence[float]
+    limit: int
+    flt: RecallFilter
 
 
 # A memory with its dense vector and, optionally, its keyword vector (absent: not found by keyword search).
@@ -99,6 +111,15 @@ class VectorStore(Protocol):
         unless `live_only` is False; with `now`, not expired at that time."""
         ...
 
+    async def find_by_hashes(
+        self, scope: NamespaceScope, namespace: str, content_hashes: Sequence[str], *, now: datetime | None = None
+    ) -> builtins.list[Memory]:
+        """Every memory of that namespace whose content hash is one of `content_hashes`, whatever its status
+        (live, deleted, superseded, archived; each memory's status is in its fields), in id order, in one read;
+        with `now`, not those expired at that time. The first live one of a hash is what `find_by_hash` finds,
+        the first of any status what it finds with `live_only=False`."""
+        ...
+
     async def search(
         self,
         scope: NamespaceScope,
@@ -120,6 +141,14 @@ class VectorStore(Protocol):
         did not return it). With `by_meaning=False` (and a `sparse` query) only the keyword half runs; `known` then
         names hits the caller already holds, by memory id: each comes back as held with only its BM25 score new,
         and the store reads payloads and vectors only for the others."""
+        ...
+
+    async def search_many(
+        self, scope: NamespaceScope, queries: Sequence[NearestQuery]
+    ) -> builtins.list[builtins.list[ScoredMemory]]:
+        """For each query, in order and all in one round trip, what `search` without keywords finds for it (the
+        same filter and readable-namespace checks, best first), each hit also carrying its stored dense `vector`
+        (its `similarity` is the engine's score)."""
         ...
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:

@@ -134,6 +134,13 @@ class Settings(BaseSettings):
         ge=0,
         description="How often expiry, archiving, eviction and consolidation run over every tenant (0: never).",
     )
+    consolidation_interval_days: float = Field(
+        7.0,
+        ge=0,
+        le=3650,
+        description="Scheduled maintenance consolidates each namespace at most this often (0: every pass); the "
+        "consolidate tool and `hindsight maintain` run at once.",
+    )
     episodic_capacity: int = Field(10_000, ge=1, description="Live episodic memories kept per namespace.")
     semantic_capacity: int = Field(1_000, ge=1, description="Live semantic memories kept per namespace.")
     eviction_protect_days: float = Field(7.0, ge=0, description="Memories this recent are never evicted.")

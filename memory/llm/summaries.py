@@ -1,7 +1,8 @@
 """`ChatSummarizer`: consolidation's optional abstractive summaries, one statement for a cluster of memories.
 
-Consolidation falls back to its extractive summary whenever `summarise` raises `BackendUnavailable`, so it never
-depends on the LLM being up.
+Consolidation falls back to its rule-based statement (`memory.consolidation.statements`) whenever `summarise` raises
+`BackendUnavailable` or takes longer than the policy's `llm_timeout_seconds`, so it never depends on the LLM being
+up; it appends the evidence ("(3 mentions, Jan-Mar 2026)") to the LLM's statement itself.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from memory.llm.client import ChatClient
 
 SYSTEM_PROMPT = (
     "You consolidate an assistant's memories. Given related statements about a user or their work, write one "
-    "short, self-contained fact or preference that captures what they have in common. Keep names, numbers and "
-    "dates. Answer with the statement only."
+    "short, self-contained general statement of what they keep saying: a preference, a habit, the tools they use, "
+    "a person or pet, a place (e.g. 'The user prefers concise answers'). Keep names, numbers and versions; write "
+    "in the language of the statements; do not count the mentions or give dates. Answer with the statement only."
 )
 
 

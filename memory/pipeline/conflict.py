@@ -189,6 +189,23 @@ class _Statement:
         return self._words
 
 
+class StatementCache:
+    """What the rules read from candidate memories, kept across the decisions of one batch's items
+    (`memory.batch_commit`): a stored memory that is a candidate of many items is read once. Each decision still
+    spends its own budget on what it reads anew. Valid while the memories it has read do not change."""
+
+    def __init__(self) -> None:
+        self._read: dict[tuple[str, str | None], _Statement] = {}
+
+    def statement(self, memory: Memory, writer: str | None, budget: CpuBudget | None) -> _Statement:
+        key = (memory.id, writer)
+        held = self._read.get(key)
+        if held is None or held.content != memory.content:
+            held = self._read[key] = _Statement(memory.content, writer=writer, metadata=memory.metadata)
+        held._budget = budget
+        return held
+
+
 _WORD = re.compile(r"[\w'-]{1,40}")
 _MAX_WORDS = 2000  # words read per text for `plain` (a text is cut at MAX_ANALYSED_CHARS anyway)
 _MAX_MARKS = 64  # entities and number words compared per text (more: the texts are not near-duplicates anyway)
@@ -300,6 +317,8 @@ def _moved(new: _Statement, old: _Statement) -> str | None:
 def _near_duplicate(new: _Statement, old: _Statement, similarity: float, settings: PipelineSettings) -> bool:
     """Whether `new` is the same statement as `old`: never when they differ in the entity, number, date or
     negation they state, or in who says it, whatever their cosine."""
+    if similarity < min(settings.near_duplicate_similarity, settings.near_duplicate_similarity_cjk):
+        return False  # below either threshold: the marks (regexes, stemming) need not be computed
     cjk = bool(new.marks[2] or old.marks[2])
     threshold = settings.near_duplicate_similarity_cjk if cjk else settings.near_duplicate_similarity
     if similarity < threshold or new.speaker != old.speaker:
@@ -334,6 +353,7 @@ def decide(
     budget_seconds: float | None = None,
     subject: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    cache: StatementCache | None = None,
 ) -> ConflictDecision:
     """What to do with a new statement, given live memories of its namespace and kind with their similarity.
     With a `budget` of thread CPU time (or `budget_seconds`, a budget started here, in the thread that does the
@@ -341,7 +361,8 @@ def decide(
     the closer ones (never raises for lack of budget). `subject` is the writer of the new statement (its token's
     subject): first-person claims are the writer's, compared with each candidate's `source.subject`. `metadata` is
     the new statement's: a `speaker` given there is who said a content without a "Name: " prefix (first person is
-    theirs, as each candidate's is the speaker its own content or metadata names)."""
+    theirs, as each candidate's is the speaker its own content or metadata names). A batch passes its `cache` of
+    what was read from candidates for earlier items (`StatementCache`)."""
     if budget is None and budget_seconds is not None:
         budget = CpuBudget(budget_seconds)
     statement = _Statement(content, claims, budget, subject, metadata)
@@ -357,7 +378,10 @@ def decide(
         try:
             check(budget)
             writer = memory.source.subject if subject else None
-            old = _Statement(memory.content, budget=budget, writer=writer, metadata=memory.metadata)
+            if cache is not None:
+                old = cache.statement(memory, writer, budget)
+            else:
+                old = _Statement(memory.content, budget=budget, writer=writer, metadata=memory.metadata)
             if memory.updated_at > created_at:  # a newer memory: it may replace this statement, never the reverse
                 reason = _supersession(old, statement, similarity, settings)
                 if reason is not None and newer is None:

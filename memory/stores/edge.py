@@ -24,7 +24,7 @@ import qdrant_edge as qe
 from memory.clock import to_timestamp
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
 from memory.models import EXTRACTED, Memory, MemoryKind
-from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
+from memory.ports import ListQuery, NearestQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
     DENSE,
@@ -53,6 +53,7 @@ from memory.stores.payload import (
 )
 
 META_FILE = "store.json"
+HASH_PAGE = 256  # memories read per engine call by `find_by_hashes`
 T = TypeVar("T")
 
 
@@ -71,6 +72,32 @@ def scope_conditions(scope: NamespaceScope, namespaces: Sequence[str]) -> list[A
     if checked:
         conditions.append(_match_any("namespace", checked))
     return conditions
+
+
+def _search_filter(in_scope: Sequence[Any], flt: RecallFilter) -> qe.Filter:
+    """What a search may return within its scope conditions: the statuses, kinds, tags, session, times and
+    attributes `flt` asks for, never a memory expired at `flt.now`."""
+    must: list[Any] = [
+        *in_scope,
+        _match_any("status", recallable_statuses(flt.include_superseded, flt.include_archived)),
+    ]
+    if flt.attributes:
+        must.append(_match_any("attributes", flt.attributes))
+    if flt.kinds:
+        must.append(_match_any("kind", [k.value for k in flt.kinds]))
+    if flt.tags:
+        must.append(_match_any("tags", flt.tags))
+    if flt.session_id is not None:
+        must.append(_match("session_id", flt.session_id))
+    if flt.since is not None or flt.until is not None:
+        must.append(
+            qe.FieldCondition(
+                "created_at",
+                range=qe.RangeFloat(gte=to_timestamp(flt.since), lte=to_timestamp(flt.until)),
+            )
+        )
+    expired = qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=flt.now.timestamp()))
+    return qe.Filter(must=must, must_not=[expired])
 
 
 class EdgeVectorStore:
@@ -285,6 +312,63 @@ class EdgeVectorStore:
         )
         return decode(records[0].id, records[0].payload) if records else None
 
+    async def find_by_hashes(
+        self, scope: NamespaceScope, namespace: str, content_hashes: Sequence[str], *, now: datetime | None = None
+    ) -> builtins.list[Memory]:
+        if not content_hashes:
+            return []
+        must = [*scope_conditions(scope, (namespace,)), _match_any("content_hash", sorted(set(content_hashes)))]
+        must_not: list[Any] = []
+        if now is not None:
+            must_not.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=now.timestamp())))
+        flt = qe.Filter(must=must, must_not=must_not)
+
+        def every_page() -> list[Any]:  # one worker-thread hop for all pages (forced repeats share a hash)
+            records: list[Any] = []
+            offset: Any = None
+            while True:
+                page = qe.ScrollRequest(offset=offset, limit=HASH_PAGE, filter=flt, with_payload=True)
+                more, offset = self._shard.scroll(page)
+                records += more
+                if offset is None:
+                    return records
+
+        return decode_all(await self._run(every_page))
+
+    async def search_many(
+        self, scope: NamespaceScope, queries: Sequence[NearestQuery]
+    ) -> builtins.list[builtins.list[ScoredMemory]]:
+        if not queries:
+            return []
+        filters: dict[tuple[tuple[str, ...], RecallFilter], qe.Filter] = {}  # a batch's searches share a few
+        requests = []
+        for query in queries:
+            key = (query.namespaces, query.flt)
+            if (query_filter := filters.get(key)) is None:
+                query_filter = filters[key] = _search_filter(scope_conditions(scope, query.namespaces), query.flt)
+            nearest = qe.Query.Nearest(list(query.vector), using=DENSE)
+            requests.append(
+                qe.QueryRequest(
+                    limit=query.limit, query=nearest, filter=query_filter, with_payload=True, with_vector=[DENSE]
+                )
+            )
+        if len(requests) == 1:  # a batch of one plans more than the query alone
+            batches = [await self._run(lambda: self._shard.query(requests[0]))]
+        else:
+            batches = await self._run(lambda: self._shard.query_batch(qe.QueryBatchRequest(requests)))
+        decoded: dict[str, Memory | None] = {}  # a memory near several queries is decoded once
+        found: list[list[ScoredMemory]] = []
+        for points in batches:
+            hits = []
+            for p in points:
+                point_id = str(p.id)
+                if point_id not in decoded:
+                    decoded[point_id] = decode(p.id, p.payload)
+                if (memory := decoded[point_id]) is not None:
+                    hits.append(ScoredMemory(memory, float(p.score), vector=(p.vector or {}).get(DENSE) or ()))
+            found.append(hits)
+        return found
+
     async def search(
         self,
         scope: NamespaceScope,
@@ -298,27 +382,7 @@ class EdgeVectorStore:
         known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
-        must: list[Any] = [
-            *in_scope,
-            _match_any("status", recallable_statuses(flt.include_superseded, flt.include_archived)),
-        ]
-        if flt.attributes:
-            must.append(_match_any("attributes", flt.attributes))
-        if flt.kinds:
-            must.append(_match_any("kind", [k.value for k in flt.kinds]))
-        if flt.tags:
-            must.append(_match_any("tags", flt.tags))
-        if flt.session_id is not None:
-            must.append(_match("session_id", flt.session_id))
-        if flt.since is not None or flt.until is not None:
-            must.append(
-                qe.FieldCondition(
-                    "created_at",
-                    range=qe.RangeFloat(gte=to_timestamp(flt.since), lte=to_timestamp(flt.until)),
-                )
-            )
-        expired = qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=flt.now.timestamp()))
-        query_filter = qe.Filter(must=must, must_not=[expired])
+        query_filter = _search_filter(in_scope, flt)
         dense = qe.Query.Nearest(list(vector), using=DENSE)
         if sparse is None or not sparse.indices:
             request = qe.QueryRequest(limit=limit, query=dense, filter=query_filter, with_payload=True)

@@ -25,7 +25,7 @@ from qdrant_client import models as qm
 from memory.clock import to_timestamp
 from memory.errors import BackendUnavailable, NamespaceForbidden
 from memory.models import EXTRACTED, Memory, MemoryKind
-from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
+from memory.ports import ListQuery, NearestQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
     DENSE,
@@ -59,6 +59,7 @@ from memory.stores.qdrant_collection import (
 )
 
 COPIES_LIMIT = 1000
+HASH_PAGE = 256  # memories read per call by `find_by_hashes`
 T = TypeVar("T")
 
 
@@ -92,6 +93,28 @@ def scope_conditions(scope: NamespaceScope, namespaces: Sequence[str]) -> list[q
 def _writable_conditions(scope: NamespaceScope) -> list[qm.Condition]:
     """Conditions a stored point must meet before a write may replace it: same tenant, writable namespace."""
     return scope_conditions(scope, () if scope.admin else scope.writable)
+
+
+def _search_filter(in_scope: Sequence[qm.Condition], flt: RecallFilter) -> qm.Filter:
+    """What a search may return within its scope conditions: the statuses, kinds, tags, session, times and
+    attributes `flt` asks for, never a memory expired at `flt.now`."""
+    must: list[qm.Condition] = [
+        *in_scope,
+        _match_any("status", recallable_statuses(flt.include_superseded, flt.include_archived)),
+    ]
+    if flt.attributes:
+        must.append(_match_any("attributes", flt.attributes))
+    if flt.kinds:
+        must.append(_match_any("kind", [k.value for k in flt.kinds]))
+    if flt.tags:
+        must.append(_match_any("tags", flt.tags))
+    if flt.session_id is not None:
+        must.append(_match("session_id", flt.session_id))
+    if flt.since is not None or flt.until is not None:
+        span = qm.Range(gte=to_timestamp(flt.since), lte=to_timestamp(flt.until))
+        must.append(qm.FieldCondition(key="created_at", range=span))
+    expired = qm.FieldCondition(key="expires_at", range=qm.Range(lte=flt.now.timestamp()))
+    return qm.Filter(must=must, must_not=[expired])
 
 
 class QdrantServerStore:
@@ -283,6 +306,50 @@ class QdrantServerStore:
         memories, _ = await self._scroll(qm.Filter(must=must, must_not=must_not), 1)
         return memories[0] if memories else None
 
+    async def find_by_hashes(
+        self, scope: NamespaceScope, namespace: str, content_hashes: Sequence[str], *, now: datetime | None = None
+    ) -> builtins.list[Memory]:
+        if not content_hashes:
+            return []
+        must = [*scope_conditions(scope, (namespace,)), _match_any("content_hash", sorted(set(content_hashes)))]
+        must_not: list[Any] = []
+        if now is not None:
+            must_not.append(qm.FieldCondition(key="expires_at", range=qm.Range(lte=now.timestamp())))
+        flt = qm.Filter(must=must, must_not=must_not)
+        found, offset = await self._scroll(flt, HASH_PAGE)
+        while offset is not None:  # forced repeats share a hash: every page
+            more, offset = await self._scroll(flt, HASH_PAGE, offset)
+            found += more
+        return found
+
+    async def search_many(
+        self, scope: NamespaceScope, queries: Sequence[NearestQuery]
+    ) -> builtins.list[builtins.list[ScoredMemory]]:
+        if not queries:
+            return []
+        requests = [
+            qm.QueryRequest(
+                query=[float(x) for x in query.vector],
+                using=DENSE,
+                filter=_search_filter(scope_conditions(scope, query.namespaces), query.flt),
+                limit=query.limit,
+                with_payload=True,
+                with_vector=[DENSE],
+            )
+            for query in queries
+        ]
+        responses = await self._call(
+            lambda: self._client.query_batch_points(self._collection, requests=requests)  # one round trip
+        )
+        return [
+            [
+                ScoredMemory(m, float(p.score), vector=_dense_of(p.vector))
+                for p in response.points
+                if (m := decode(p.id, p.payload))
+            ]
+            for response in responses
+        ]
+
     async def search(
         self,
         scope: NamespaceScope,
@@ -296,20 +363,7 @@ class QdrantServerStore:
         known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
-        must = [*in_scope, _match_any("status", recallable_statuses(flt.include_superseded, flt.include_archived))]
-        if flt.attributes:
-            must.append(_match_any("attributes", flt.attributes))
-        if flt.kinds:
-            must.append(_match_any("kind", [k.value for k in flt.kinds]))
-        if flt.tags:
-            must.append(_match_any("tags", flt.tags))
-        if flt.session_id is not None:
-            must.append(_match("session_id", flt.session_id))
-        if flt.since is not None or flt.until is not None:
-            span = qm.Range(gte=to_timestamp(flt.since), lte=to_timestamp(flt.until))
-            must.append(qm.FieldCondition(key="created_at", range=span))
-        expired = qm.FieldCondition(key="expires_at", range=qm.Range(lte=flt.now.timestamp()))
-        query_filter = qm.Filter(must=must, must_not=[expired])
+        query_filter = _search_filter(in_scope, flt)
         query = [float(x) for x in vector]
         if sparse is None or not sparse.indices:
             response = await self._call(

@@ -28,7 +28,16 @@ import anyio
 
 from memory.errors import BackendUnavailable
 from memory.models import Memory, MemoryKind
-from memory.ports import Embedder, ListQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem, VectorStore
+from memory.ports import (
+    Embedder,
+    ListQuery,
+    NearestQuery,
+    RecallFilter,
+    ScoredMemory,
+    SparseVector,
+    UpsertItem,
+    VectorStore,
+)
 from memory.scope import NamespaceScope
 
 logger = logging.getLogger("hindsight.reembed")
@@ -202,6 +211,24 @@ class SwitchableStore:
         return await self._read(
             lambda store: store.find_by_hash(scope, namespace, content_hash, live_only=live_only, now=now)
         )
+
+    async def find_by_hashes(
+        self, scope: NamespaceScope, namespace: str, content_hashes: Sequence[str], *, now: datetime | None = None
+    ) -> builtins.list[Memory]:
+        return await self._read(lambda store: store.find_by_hashes(scope, namespace, content_hashes, now=now))
+
+    async def search_many(
+        self, scope: NamespaceScope, queries: Sequence[NearestQuery]
+    ) -> builtins.list[builtins.list[ScoredMemory]]:
+        """A query with a vector of the old size (computed with the model before a switch) finds nothing, as a
+        dense-only `search` with one does."""
+        current = [i for i, query in enumerate(queries) if len(query.vector) == self.dimension]
+        found: list[list[ScoredMemory]] = [[] for _ in queries]
+        if current:
+            hits = await self._read(lambda store: store.search_many(scope, [queries[i] for i in current]))
+            for i, hit in zip(current, hits, strict=True):
+                found[i] = hit
+        return found
 
     async def search(
         self,

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench import expired_plans, ingest
+from bench import consolidation_quality, expired_plans, ingest
 from bench.report import HEADINGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,3 +43,5 @@ def test_the_quick_benchmark_produces_every_table(tmp_path: Path) -> None:
     assert expired_plans.HEADING in lines and any(line.startswith("| 1 (default) |") for line in lines)
     ingestion = lines[lines.index(ingest.BEGIN) : lines.index(ingest.END)]
     assert ingest.HEADING in ingestion and sum(line.startswith("| `write_memor") for line in ingestion) == 3
+    consolidation = lines[lines.index(consolidation_quality.BEGIN) : lines.index(consolidation_quality.END)]
+    assert consolidation_quality.HEADING in consolidation

@@ -1,6 +1,6 @@
 """Consolidation with an LLM: summaries come from an OpenAI-compatible chat API (a real chat server on a free
 port, `tests/chat_server.py`, standing in for the external LLM), and consolidation falls back to the extractive
-summary when the LLM is down."""
+statement of the rules when the LLM is down or too slow."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ async def test_consolidation_uses_the_llm_summary_when_configured(
     [semantic_id] = result.written
     semantic = await service.get(admin, semantic_id)
     assert semantic.kind is MemoryKind.SEMANTIC
-    assert semantic.content == "Merged 3 statements."
+    assert semantic.content == "Merged 3 statements. (3 mentions, Jan 2026)"  # the rules' evidence appended
     assert semantic.metadata["summary"] == "llm"
     [request] = chat_server.requests
     assert request.path == "/v1/chat/completions" and request.authorization == "Bearer k-1"
@@ -57,7 +57,7 @@ async def test_consolidation_uses_the_llm_summary_when_configured(
     assert all(text in request.prompt for text in COFFEE)
 
 
-async def test_consolidation_falls_back_to_extractive_when_the_llm_is_down(
+async def test_consolidation_falls_back_to_the_rules_when_the_llm_is_down(
     service: MemoryService, admin: NamespaceScope
 ) -> None:
     await write_coffee(service, admin)
@@ -66,5 +66,5 @@ async def test_consolidation_falls_back_to_extractive_when_the_llm_is_down(
         result = await consolidate(service, admin, "user:1", summarizer=ChatSummarizer(chat))
     [semantic_id] = result.written
     semantic = await service.get(admin, semantic_id)
-    assert semantic.metadata["summary"] == "extractive"
-    assert "espresso" in semantic.content
+    assert semantic.metadata["summary"] == "rules"
+    assert semantic.content.startswith("The user has a regular habit involving") and "espresso" in semantic.content

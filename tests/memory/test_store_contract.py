@@ -26,7 +26,7 @@ from qdrant_client import models as qm
 
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
 from memory.models import EXTRACTED, Memory, MemoryKind, Source
-from memory.ports import ListQuery, RecallFilter, ScoredMemory, SparseVector, VectorStore
+from memory.ports import ListQuery, NearestQuery, RecallFilter, ScoredMemory, SparseVector, VectorStore
 from memory.scope import NamespaceScope
 from memory.stores.common import IDF_NAMESPACE_LIMIT
 from memory.stores.edge import EdgeVectorStore
@@ -675,6 +675,76 @@ async def test_find_by_hash_returns_a_live_memory_of_that_namespace_unless_live_
     assert await store.find_by_hash(scope(globex, write=["user:1"]), "user:1", live.content_hash) is None
     with pytest.raises(NamespaceForbidden):
         await store.find_by_hash(scope(acme, read=["user:2"]), "user:1", live.content_hash)
+
+
+async def test_find_by_hashes_returns_every_memory_of_those_hashes_in_the_namespace_whatever_its_status_in_id_order(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    later = START + timedelta(seconds=1)
+    live = make_memory("The user likes tea", tenant=acme, at=later)
+    forced = make_memory("The user likes tea", tenant=acme)  # an earlier id with the same text
+    deleted = make_memory("The user likes jazz", tenant=acme, deleted_at=START)
+    superseded = make_memory("The user likes chess", tenant=acme, superseded_by=live.id)
+    archived = make_memory("The user likes opera", tenant=acme, archived_at=START, archive_reason="idle")
+    expired = make_memory("The user likes golf", tenant=acme, expires_at=NOW)
+    elsewhere = make_memory("The user likes tea", tenant=acme, namespace="user:2")
+    unrelated = make_memory("The user likes cats", tenant=acme)
+    await put(store, writer, live, forced, deleted, superseded, archived, expired, elsewhere, unrelated)
+    await put(store, scope(globex, write=["user:1"]), make_memory("The user likes tea", tenant=globex))
+    hashes = [m.content_hash for m in (live, deleted, superseded, archived, expired)]
+
+    found = await store.find_by_hashes(writer, "user:1", hashes)
+    assert [m.id for m in found] == sorted(m.id for m in (live, forced, deleted, superseded, archived, expired))
+    assert [m for m in found if m.id == archived.id] == [archived]
+    assert [m.id for m in await store.find_by_hashes(writer, "user:1", hashes, now=NOW)] == sorted(
+        m.id for m in (live, forced, deleted, superseded, archived)
+    )
+    assert [m.id for m in await store.find_by_hashes(writer, "user:2", hashes)] == [elsewhere.id]
+    assert await store.find_by_hashes(scope(globex, write=["user:2"]), "user:2", hashes) == []
+    assert await store.find_by_hashes(writer, "user:1", []) == []
+    with pytest.raises(NamespaceForbidden):
+        await store.find_by_hashes(scope(acme, read=["user:2"]), "user:1", hashes)
+
+
+async def test_find_by_hashes_reads_past_a_page_of_memories_sharing_one_hash(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    copies = [make_memory("ok", tenant=acme, at=START + timedelta(milliseconds=i)) for i in range(300)]
+    await put(store, writer, *copies)
+
+    assert [m.id for m in await store.find_by_hashes(writer, "user:1", [copies[0].content_hash])] == sorted(
+        m.id for m in copies
+    )
+
+
+async def test_search_many_answers_each_query_as_a_search_by_meaning_with_the_stored_vectors(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    near, far = make_memory("fact near", tenant=acme), make_memory("fact far", tenant=acme)
+    fact = make_memory("a semantic fact", tenant=acme, kind=MemoryKind.SEMANTIC, attributes=["user|home"])
+    gone = make_memory("a forgotten fact", tenant=acme, deleted_at=START)
+    elsewhere = make_memory("a team fact", tenant=acme, namespace="team:1")
+    await store.upsert(writer, [(near, vec(1)), (far, vec(5)), (fact, vec(2)), (gone, vec(1)), (elsewhere, vec(1))])
+    await put(store, scope(globex, write=["user:1"]), make_memory("their fact", tenant=globex), axis=1)
+    semantic = RecallFilter(now=NOW, kinds=(MemoryKind.SEMANTIC,), attributes=("user|home", "user|job"))
+    queries = [
+        NearestQuery(("user:1",), vec(1), 10, RecallFilter(now=NOW, kinds=(MemoryKind.EPISODIC,))),
+        NearestQuery(("user:1",), vec(1), 1, RecallFilter(now=NOW)),
+        NearestQuery(("user:1",), vec(1), 10, semantic),
+        NearestQuery(("user:2",), vec(1), 10, RecallFilter(now=NOW)),
+    ]
+
+    answers = await store.search_many(writer, queries)
+
+    assert [[h.memory.id for h in hits] for hits in answers] == [[near.id, far.id], [near.id], [fact.id], []]
+    for query, hits in zip(queries, answers, strict=True):
+        alone = await store.search(writer, query.namespaces, query.vector, query.limit, query.flt)
+        assert [(h.memory, h.similarity) for h in hits] == [(h.memory, h.similarity) for h in alone]
+    unit = [[x / math.sqrt(sum(y * y for y in vec(axis))) for x in vec(axis)] for axis in (1, 5)]  # as cosine keeps it
+    assert [list(h.vector) for h in answers[0]] == [pytest.approx(u, abs=1e-6) for u in unit]
+    assert await store.search_many(writer, []) == []
+    with pytest.raises(NamespaceForbidden):
+        await store.search_many(scope(acme, read=["user:2"]), [NearestQuery(("user:1",), vec(), 5, RecallFilter(NOW))])
 
 
 async def test_copies_of_returns_linked_copies_in_writable_namespaces_deleted_or_not(

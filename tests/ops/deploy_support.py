@@ -256,7 +256,8 @@ def gateway_container_environment(dotenv_text: str | None) -> dict[str, str]:
 # -- alert rules, promtool and PromQL selectors (tests/ops/test_alert_rules.py, test_helm_chart.py) ---------------
 
 ALERTS = DEPLOY / "prometheus-alerts.yml"
-ALERT_TESTS = DEPLOY / "prometheus-alerts.test.yml"
+# promtool unit tests of the alerts: minute-scale ones, and those judged over a day or a week (a coarser step)
+ALERT_TESTS = (DEPLOY / "prometheus-alerts.test.yml", DEPLOY / "prometheus-alerts.daily.test.yml")
 CHART_ALERTS = CHART / "files" / "prometheus-alerts.yml"
 # A metric name followed by an optional {matchers} block (label values may hold anything but a quote).
 SELECTOR = re.compile(

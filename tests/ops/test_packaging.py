@@ -51,7 +51,7 @@ FIRST_PARTY = {"gateway", "tenancy", "memory", "ops", "bench", "tests"}
 PACKAGES = ("gateway", "tenancy", "memory", "ops")
 # Imported by shipped code but only for a tool that is not the gateway, and declared in the dev extra only; the
 # code turns its absence into a one-line error naming the package.
-DEV_ONLY_IN_PACKAGES = {"jieba": "gateway/eval_memorybank.py (`hindsight eval memorybank`)"}
+DEV_ONLY_IN_PACKAGES: dict[str, str] = {}  # none today (jieba became core with consolidation's Chinese topics)
 # The image: python:3.11.14-slim-bookworm on linux (see the Dockerfile's FROM lines).
 IMAGE_ENVIRONMENT = default_environment() | {
     "python_version": "3.11",
@@ -295,7 +295,7 @@ def test_the_lock_pins_every_declared_image_dependency_with_hashes() -> None:
     versions = {name: version for name, (version, _) in lock.items()}
     image = closure(requirements("core", "all"), IMAGE_ENVIRONMENT, lock=versions)
     assert (declared("dev") - declared("core", "all")) & set(lock) <= image, "test tools in the image's lock"
-    assert not {"pytest", "hypothesis", "ruff", "mypy", "fastmcp", "jieba"} & set(lock)
+    assert not {"pytest", "hypothesis", "ruff", "mypy", "fastmcp"} & set(lock)
     assert "make lock" in LOCK.read_text().split("\n", 2)[1], "the header names the command that refreshes it"
 
 

@@ -1,0 +1,33 @@
+"""Consolidation (DESIGN §4): related episodic memories of a namespace become one semantic memory that states
+what they keep saying and links to its sources.
+
+- `topics`: a statement's topic terms (never the person it is about);
+- `clusters`: hybrid similarity (shared topic terms + dense cosine) and average-linkage clustering;
+- `statements`: the rule-based generalised statement per shape, English and Chinese, with its evidence;
+- `engine`: one run over a namespace (`consolidate`): new, changed and unchanged clusters, the optional LLM;
+- `pace`: how often scheduled maintenance consolidates a namespace (`ConsolidationPace`).
+"""
+
+from memory.consolidation.clusters import ClusterPolicy, clusters_of
+from memory.consolidation.engine import (
+    SUBJECT,
+    ConsolidationPolicy,
+    ConsolidationResult,
+    consolidate,
+    policy_for,
+)
+from memory.consolidation.pace import ConsolidationPace
+from memory.consolidation.topics import Topics, topics_of
+
+__all__ = [
+    "SUBJECT",
+    "ClusterPolicy",
+    "ConsolidationPace",
+    "ConsolidationPolicy",
+    "ConsolidationResult",
+    "Topics",
+    "clusters_of",
+    "consolidate",
+    "policy_for",
+    "topics_of",
+]
