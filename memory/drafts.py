@@ -17,15 +17,15 @@ from functools import partial
 from typing import Any
 
 from memory import linking
-from memory.cues import attributed, date_words, speaker_of
+from memory.cues import attributed, speaker_of
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument
 from memory.ids import content_hash, new_memory_id
+from memory.keyword_document import keyword_vector
 from memory.models import Memory, Source, WriteOutcome, WriteStatus
 from memory.pipeline import PipelineSettings, claims, turns
 from memory.pipeline.analysis import WriteAnalysis, analyse_write
 from memory.pipeline.rating import rate_importance
-from memory.pipeline.text import has_cjk
 from memory.ports import ImportanceRater, SparseVector
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
@@ -198,8 +198,7 @@ def embedding_work(
     content = attributed(memory.content, memory.metadata)
     before = attributed(previous.content, previous.metadata) if previous is not None else None
     context_text = turns.dialogue_context(content, before, settings.turn_context_weight)
-    document = f"{content}\n{date_words(memory.created_at, chinese=has_cjk(content))}"
-    job = partial(turns.keyword_vector, keywords, document, before, settings.turn_context_keyword_weight)
+    job = partial(keyword_vector, keywords, memory, content, before, settings.turn_context_keyword_weight)
     return ([content] if context_text is None else [content, context_text]), job
 
 

@@ -22,6 +22,9 @@ class WriteStatus(StrEnum):
 # `Source.tool` of a memory extracted from an agent's events (memory.agent_sessions): a statement derived from the
 # conversation, not one of its turns, so a session's next turn never follows it (VectorStore.latest_in_session)
 EXTRACTED = "extract"
+# `Source.tool` of a semantic memory consolidation wrote (memory.consolidation): a generalisation of its
+# `metadata.sources`, indexed for keywords by the terms it shares with them (memory.keyword_document)
+CONSOLIDATED = "consolidate"
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field, replace
 
 import anyio.to_thread
 
-from memory.cues import attributed, date_words
+from memory.cues import attributed
 from memory.embedders.sparse import Bm25Encoder
+from memory.keyword_document import keyword_vector
 from memory.models import EXTRACTED, Memory
 from memory.pipeline import PipelineSettings, turns
-from memory.pipeline.text import has_cjk
 from memory.ports import Embedder, ListQuery, SparseVector, UpsertItem, VectorStore
 from memory.scope import NamespaceScope
 from memory.stores.switchable import Changes
@@ -106,13 +106,11 @@ class Reembedding:
             turns.in_context(v, next(mixed), settings.turn_context_weight) if c is not None else v
             for v, c in zip(own, contexts, strict=True)
         ]
-        documents = [
-            f"{t}\n{date_words(m.created_at, chinese=has_cjk(t))}" for m, t in zip(memories, texts, strict=True)
-        ]
 
         def keyword_vectors() -> list[SparseVector]:
             weight = settings.turn_context_keyword_weight
-            return [turns.keyword_vector(self.keywords, d, b, weight) for d, b in zip(documents, befores, strict=True)]
+            read = zip(memories, texts, befores, strict=True)
+            return [keyword_vector(self.keywords, m, t, b, weight) for m, t, b in read]
 
         sparse = await anyio.to_thread.run_sync(keyword_vectors)
         model = self.embedder.model_id

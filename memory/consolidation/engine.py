@@ -33,8 +33,9 @@ from memory.consolidation.statements import Member, chinese, evidence, statement
 from memory.consolidation.topics import Topics, surface_forms, topics_of
 from memory.errors import BackendUnavailable
 from memory.forgetting import live_memories
+from memory.keyword_document import INDEX_TERMS, index_terms
 from memory.llm import ChatSummarizer
-from memory.models import Memory, MemoryKind, WriteStatus
+from memory.models import CONSOLIDATED, Memory, MemoryKind, WriteStatus
 from memory.pipeline.text import split_speaker
 from memory.ports import Embedder
 from memory.requests import WriteRequest
@@ -43,7 +44,6 @@ from memory.service import MemoryService
 
 logger = logging.getLogger("hindsight.consolidation")
 SUBJECT = "hindsight-consolidation"
-TOOL = "consolidate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,18 +198,22 @@ async def consolidate(
 async def _write(
     service: MemoryService, scope: NamespaceScope, namespace: str, chosen: list[Memory], content: str, method: str
 ) -> str | None:
+    content = content[: service.limits.max_content_chars]
+    metadata: dict[str, object] = {"sources": [m.id for m in chosen], "summary": method}
+    if terms := index_terms(content, chosen):
+        metadata[INDEX_TERMS] = terms
     outcome = await service.write(
         scope,
         WriteRequest(
-            content=content[: service.limits.max_content_chars],
+            content=content,
             subject=SUBJECT,
             namespace=namespace,
             kind=MemoryKind.SEMANTIC.value,
             importance=max(m.importance for m in chosen),
             tags=sorted({t for m in chosen for t in m.tags})[:32],
-            metadata={"sources": [m.id for m in chosen], "summary": method},
+            metadata=metadata,
             force=True,
-            tool=TOOL,
+            tool=CONSOLIDATED,
         ),
     )
     if outcome.status is WriteStatus.SKIPPED or outcome.id is None:

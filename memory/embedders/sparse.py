@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from memory.pipeline.text import tokenize
@@ -39,7 +39,10 @@ class Bm25Encoder:
         self.k1, self.b, self.avg_len = k1, b, avg_len
 
     def document(self, text: str) -> SparseVector:
-        tokens = tokenize(text)
+        return self.terms(tokenize(text))
+
+    def terms(self, tokens: Sequence[str]) -> SparseVector:
+        """The document vector of terms already tokenized (`memory.pipeline.text.tokenize`)."""
         norm = self.k1 * (1 - self.b + self.b * len(tokens) / self.avg_len)
         weights: dict[int, float] = {}
         for token, tf in Counter(tokens).items():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.consolidation import consolidate
+from memory.consolidation import ConsolidationPolicy, consolidate
 from memory.llm import ChatClient, ChatConfig, ChatSummarizer
 from memory.models import MemoryKind
 from memory.requests import WriteRequest
@@ -68,3 +68,17 @@ async def test_consolidation_falls_back_to_the_rules_when_the_llm_is_down(
     semantic = await service.get(admin, semantic_id)
     assert semantic.metadata["summary"] == "rules"
     assert semantic.content.startswith("The user has a regular habit involving") and "espresso" in semantic.content
+
+
+async def test_consolidation_falls_back_to_the_rules_when_the_llm_does_not_answer_in_time(
+    service: MemoryService, admin: NamespaceScope, chat_server: ChatServer
+) -> None:
+    chat_server.stall()  # the request is received and never answered
+    await write_coffee(service, admin)
+    policy = ConsolidationPolicy(llm_timeout_seconds=0.5)
+    async with ChatClient(ChatConfig(base_url=chat_server.url, model="small", attempts=1, timeout_seconds=30)) as chat:
+        result = await consolidate(service, admin, "user:1", policy=policy, summarizer=ChatSummarizer(chat))
+    [semantic_id] = result.written
+    semantic = await service.get(admin, semantic_id)
+    assert semantic.metadata["summary"] == "rules" and "espresso" in semantic.content
+    assert len(chat_server.requests) == 1  # it was asked, and the consolidation did not wait for it
