@@ -6,7 +6,7 @@ keeps it as history, marks it (`memory.hidden`) and, for a question about the pr
 timestamp-header format through the real `MemoryService` (embedded engine, WordLlama), questions asked at the end
 of each conversation (`memory.evaluation.runner.evaluate`), once per weight side by side in one run: 0 (passed
 plans at the bottom for such questions), 0.5, and 1 (the default: kept at full relevance). Written to RESULTS.md
-as its own section (`make bench` runs it too; `--quick`: one conversation).
+as its own section (`make bench` runs it too; `--quick`: the first three sessions of one conversation).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.decision_set import DATASETS
+from bench.extraction_quality import truncated
 from bench.sections import replace_section, stage_main
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
@@ -34,7 +35,7 @@ from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 BEGIN = "<!-- bench:expired-plans:begin -->"
 END = "<!-- bench:expired-plans:end -->"
 HEADING = "## Passed plans: how much they weigh in recall"
-QUICK_CONVERSATIONS = 1
+QUICK_SESSIONS = 3  # --quick: the first sessions of the first conversation
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
@@ -91,8 +92,9 @@ def write_section(path: Path, section: str) -> None:
 
 async def measure(quick: bool = False, workdir: Path | None = None) -> list[tuple[float, EvalReport]]:
     conversations = locomo.load(DATASETS / "locomo" / "locomo10-dev.json")
-    if quick:
-        conversations = conversations[:QUICK_CONVERSATIONS]
+    if quick:  # the first sessions of the first conversation: the smoke run checks the section, not the figure
+        first = conversations[0]
+        conversations = [truncated(first, sum(1 for t in first.turns if t.session <= QUICK_SESSIONS))]
     with tempfile.TemporaryDirectory(prefix="hindsight-passed-", dir=workdir) as tmp:
         return [(weight, await run_one(conversations, weight, Path(tmp))) for weight in WEIGHTS]
 
@@ -105,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         render,
         write_section,
         argv,
-        quick_help=f"only the first {QUICK_CONVERSATIONS} conversations",
+        quick_help=f"only the first {QUICK_SESSIONS} sessions of the first conversation",
     )
 
 

@@ -41,6 +41,7 @@ from bench import (
     hostile,
     ingest,
     isolation,
+    recall_depth,
 )
 from bench.config import (
     Config,
@@ -269,6 +270,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("ingestion over MCP: write_memory one by one, write_memories batched, 1 and 8 clients", ingest),
     ("extracted facts beside raw turns: recall of the evidence, English and Chinese", extraction_quality),
     ("consolidation: semantic memories, hobby coverage and LoCoMo recall beside them", consolidation_quality),
+    ("recall candidates: LoCoMo and MemoryBank quality and CPU per recall at each depth", recall_depth),
 )
 
 

@@ -69,6 +69,7 @@ def engine_limits(settings: Settings) -> EngineLimits:
         max_content_chars=settings.max_content_chars,
         default_top_k=min(settings.default_top_k, settings.max_top_k),
         max_top_k=settings.max_top_k,
+        recall_candidates=settings.recall_candidates,
         max_batch_items=settings.max_batch_items,
         working_window=settings.working_memory_turns,
         working_ttl_seconds=settings.working_memory_ttl_seconds,

@@ -141,7 +141,7 @@ class MemoryService:
         sparse = analysis.keywords
         # superseded memories are searched too: one that matches is answered by the memory that replaced it
         wide = replace(flt, include_superseded=True)
-        limit = top_k * CANDIDATE_FACTOR
+        limit = max(top_k * CANDIDATE_FACTOR, self.limits.recall_candidates)
         candidates = await self.store.search(scope, namespaces, vector, limit, wide, sparse)
         weights = self.weights_for(scope.tenant)
         expanded = feedback_query(sparse, candidates, weights.feedback) if sparse is not None else None

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench import consolidation_quality, expired_plans, ingest
+from bench import consolidation_quality, expired_plans, ingest, recall_depth
 from bench.report import HEADINGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,3 +45,6 @@ def test_the_quick_benchmark_produces_every_table(tmp_path: Path) -> None:
     assert ingest.HEADING in ingestion and sum(line.startswith("| `write_memor") for line in ingestion) == 3
     consolidation = lines[lines.index(consolidation_quality.BEGIN) : lines.index(consolidation_quality.END)]
     assert consolidation_quality.HEADING in consolidation
+    depths = lines[lines.index(recall_depth.BEGIN) : lines.index(recall_depth.END)]
+    assert recall_depth.HEADING in depths
+    assert [line.split(" | ")[0] for line in depths if line[2:3].isdigit()] == [f"| {d}" for d in recall_depth.DEPTHS]

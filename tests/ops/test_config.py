@@ -95,3 +95,18 @@ def test_unknown_or_negative_per_tenant_weights_are_refused(monkeypatch: pytest.
         monkeypatch.setenv("HINDSIGHT_SCORING_TENANTS", bad)
         with pytest.raises(ValidationError):
             Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_the_recall_candidate_depth_reaches_the_engine_and_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.runtime import engine_limits
+    from memory.validation import EngineLimits
+
+    monkeypatch.setenv("HINDSIGHT_RECALL_CANDIDATES", "120")
+    assert engine_limits(Settings(_env_file=None)).recall_candidates == 120  # type: ignore[call-arg]
+    monkeypatch.delenv("HINDSIGHT_RECALL_CANDIDATES")
+    default = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert engine_limits(default).recall_candidates == EngineLimits().recall_candidates == 75
+    for refused in ("5", "5000", "many"):
+        monkeypatch.setenv("HINDSIGHT_RECALL_CANDIDATES", refused)
+        with pytest.raises(ValidationError, match="recall_candidates"):
+            Settings(_env_file=None)  # type: ignore[call-arg]
