@@ -316,8 +316,8 @@ def render(figures: Figures) -> str:
         f"questions {low:+.4f} to {high:+.4f}; a semantic hit counts for no turn; {figures.locomo_lost} questions "
         f"lost evidence from their top 10, {figures.locomo_displaced} of them with a semantic memory in it, "
         f"{figures.locomo_won} gained). The two namespaces hold the same turns; a question's ranking can also "
-        "differ because the semantic memories' terms count in the namespace's BM25 statistics and because the "
-        "access counts of earlier recalls differ. For "
+        "differ through the access counts of earlier recalls and the feedback terms of semantic candidates (BM25 "
+        "statistics over a namespace leave consolidated memories out). For "
         "example: " + "; ".join(f"“{e[:140]}”" for e in figures.locomo_examples[:4]) + ".",
         "",
         "Missed hobbies, and a few statements written:",

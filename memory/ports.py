@@ -135,8 +135,9 @@ class VectorStore(Protocol):
         """Live memories nearest to `vector` in the given readable namespaces (() = whole tenant, admin only).
 
         With a non-empty `sparse` query the search is hybrid, in one round trip: the union of the nearest by the
-        dense vector and the best by BM25 (IDF over the searched namespaces, or over the tenant when more than 16
-        are searched), each at least 50 deep, in no particular order; the caller fuses them (memory.ranking).
+        dense vector and the best by BM25 (IDF over the searched namespaces, consolidated memories left out, or over
+        the tenant when more than 16 are searched), each `limit` deep and at least 50, in no particular order; the
+        caller fuses them (memory.ranking).
         Every hit's `similarity` is its dense cosine and its `keyword` its BM25 score (0 when the keyword search
         did not return it). With `by_meaning=False` (and a `sparse` query) only the keyword half runs; `known` then
         names hits the caller already holds, by memory id: each comes back as held with only its BM25 score new,

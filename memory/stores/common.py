@@ -12,7 +12,7 @@ from typing import TypeVar
 import numpy as np
 
 from memory.errors import NamespaceForbidden
-from memory.models import Memory
+from memory.models import CONSOLIDATED, Memory
 from memory.ports import ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
 
@@ -27,6 +27,11 @@ PREFETCH_MIN = 50
 # recall, bench/RESULTS.md), so a wider search takes its term statistics from the whole tenant instead: scores
 # then weigh the tenant's other namespaces too (statistics only; no content, never another tenant's).
 IDF_NAMESPACE_LIMIT = 16
+# Nor do the statistics count consolidated memories (`source.tool` "consolidate"): they restate their sources with
+# the sources' words, and counted again those words would look commoner in a namespace that was consolidated than in
+# one that was not, moving its episodes' ranking (bench/RESULTS.md, "Consolidation"). The one-tenant shard's
+# unfiltered statistics (`EdgeVectorStore._idf`) still count them.
+IDF_LEAVES_OUT = ("source.tool", CONSOLIDATED)
 
 DENSE = "dense"  # the named dense vector in every store
 SPARSE = "bm25"  # the named sparse (keyword) vector

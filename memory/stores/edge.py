@@ -29,6 +29,7 @@ from memory.scope import NamespaceScope
 from memory.stores.common import (
     DENSE,
     FACET_LIMIT,
+    IDF_LEAVES_OUT,
     SPARSE,
     check_writable,
     checked_namespaces,
@@ -143,6 +144,7 @@ class EdgeVectorStore:
                     "use the same model or a new data directory"
                 )
             shard = qe.EdgeShard.load(str(shard_dir))
+            EdgeVectorStore._create_indexes(shard, set(shard.info().payload_schema))  # a field added since
             if meta.get("sparse_vector") != SPARSE:  # a store from before hybrid recall: add the keyword vector
                 shard.update(qe.UpdateOperation.create_sparse_vector(SPARSE, modifier=qe.Modifier.Idf))
                 EdgeVectorStore._create_indexes(shard, set(shard.info().payload_schema))
@@ -430,7 +432,8 @@ class EdgeVectorStore:
         corpus = idf_corpus(in_scope, namespaces)
         if len(corpus) == 1 and self._tenants <= {scope.tenant}:
             return None
-        return qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=corpus)))
+        derived = _match(*IDF_LEAVES_OUT)
+        return qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=corpus, must_not=[derived])))
 
     async def _keyword_scores(
         self,

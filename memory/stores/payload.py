@@ -26,7 +26,17 @@ STATUS_SUPERSEDED = "superseded"
 STATUS_ARCHIVED = "archived"  # kept whole, without a dense vector (`memory.archive`)
 
 # Payload fields that get an index; the tenant index is the multi-tenant partition key.
-KEYWORD_FIELDS = ("namespace", "status", "kind", "tags", "session_id", "content_hash", "origin_id", "attributes")
+KEYWORD_FIELDS = (
+    "namespace",
+    "status",
+    "kind",
+    "tags",
+    "session_id",
+    "content_hash",
+    "origin_id",
+    "attributes",
+    "source.tool",  # BM25 statistics leave out consolidated memories (`memory.stores.common.IDF_LEAVES_OUT`)
+)
 FLOAT_FIELDS = ("created_at", "expires_at")
 TENANT_FIELD = "tenant"
 

@@ -30,6 +30,7 @@ from memory.scope import NamespaceScope
 from memory.stores.common import (
     DENSE,
     FACET_LIMIT,
+    IDF_LEAVES_OUT,
     SPARSE,
     check_writable,
     checked_namespaces,
@@ -380,7 +381,8 @@ class QdrantServerStore:
         keywords = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
         depth = prefetch_limit(limit)
         # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
-        params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=qm.Filter(must=idf_corpus(in_scope, namespaces))))
+        corpus = qm.Filter(must=idf_corpus(in_scope, namespaces), must_not=[_match(*IDF_LEAVES_OUT)])
+        params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus))
         if not by_meaning and known is not None:
             return await self._keyword_scores(scope, keywords, query_filter, depth, params, vector, known)
         requests = [

@@ -25,7 +25,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
-from memory.models import EXTRACTED, Memory, MemoryKind, Source
+from memory.models import CONSOLIDATED, EXTRACTED, Memory, MemoryKind, Source
 from memory.ports import ListQuery, NearestQuery, RecallFilter, ScoredMemory, SparseVector, VectorStore
 from memory.scope import NamespaceScope
 from memory.stores.common import IDF_NAMESPACE_LIMIT
@@ -1176,6 +1176,31 @@ async def test_keyword_scores_never_depend_on_another_tenants_memories_however_w
 
     assert before > 0
     assert await keyword_score() == pytest.approx(before)
+
+
+async def test_keyword_scores_over_named_namespaces_do_not_count_consolidated_memories(
+    store: VectorStore, acme: str
+) -> None:
+    mine = scope(acme, write=["user:0"])
+    match = make_memory("rare term", tenant=acme, namespace="user:0")
+    other = make_memory("common words", tenant=acme, namespace="user:0")
+    await store.upsert(mine, [(match, vec(1), terms(42, 7)), (other, vec(2), terms(7))])
+
+    async def keyword_score() -> float:
+        hits = await store.search(mine, ("user:0",), vec(3), 5, RecallFilter(now=NOW), sparse=terms(42))
+        return next(h.keyword for h in hits if h.memory.id == match.id)
+
+    before = await keyword_score()
+    consolidated = Source(subject="hindsight-consolidation", tool=CONSOLIDATED)
+    summaries = [
+        make_memory(f"rare term summary {i}", tenant=acme, namespace="user:0", source=consolidated) for i in range(5)
+    ]
+    await store.upsert(mine, [(m, vec(4), terms(42)) for m in summaries])
+    assert await keyword_score() == pytest.approx(before)  # the summaries restate; they do not make "42" common
+
+    episode = make_memory("rare term again", tenant=acme, namespace="user:0")
+    await store.upsert(mine, [(episode, vec(5), terms(42))])
+    assert await keyword_score() < before  # an episode with the term does
 
 
 async def test_a_keyword_only_search_returns_just_the_keyword_matches_with_their_cosines(
