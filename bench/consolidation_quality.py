@@ -39,7 +39,6 @@ from pathlib import Path
 
 from bench.config import settings_for
 from bench.decision_set import DATASETS
-from bench.extraction_quality import truncated
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
 from bench.stats import paired_bootstrap_interval
@@ -228,7 +227,7 @@ async def _locomo(
     conversations = locomo.load(DATASETS / "locomo" / "locomo10-dev.json")
     if quick:  # the first sessions of the first conversation
         first = conversations[0]
-        conversations = [truncated(first, sum(1 for t in first.turns if t.session <= QUICK_SESSIONS))]
+        conversations = [locomo.first_sessions(first, QUICK_SESSIONS)]
     raw_sum = consolidated_sum = 0.0
     for conversation in conversations:
         plain = await ingest(service, scope, clock, conversation)

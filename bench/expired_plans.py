@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.decision_set import DATASETS
-from bench.extraction_quality import truncated
 from bench.sections import replace_section, stage_main
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
@@ -94,7 +93,7 @@ async def measure(quick: bool = False, workdir: Path | None = None) -> list[tupl
     conversations = locomo.load(DATASETS / "locomo" / "locomo10-dev.json")
     if quick:  # the first sessions of the first conversation: the smoke run checks the section, not the figure
         first = conversations[0]
-        conversations = [truncated(first, sum(1 for t in first.turns if t.session <= QUICK_SESSIONS))]
+        conversations = [locomo.first_sessions(first, QUICK_SESSIONS)]
     with tempfile.TemporaryDirectory(prefix="hindsight-passed-", dir=workdir) as tmp:
         return [(weight, await run_one(conversations, weight, Path(tmp))) for weight in WEIGHTS]
 

@@ -47,7 +47,7 @@ from gateway.runtime import open_runtime
 from memory.clock import ManualClock
 from memory.evaluation import locomo, memorybank
 from memory.evaluation.formats import OCCURRED_AT_ONLY, PLAIN, TurnFormat
-from memory.evaluation.locomo import CATEGORY_NAMES, Conversation, Question, Turn
+from memory.evaluation.locomo import CATEGORY_NAMES, Conversation, Question, Turn, first_sessions
 from memory.evaluation.metrics import Tally, recall_at
 from memory.evaluation.results import hidden_state, ranked_dia_ids
 from memory.evaluation.runner import ASK_DELAY
@@ -90,20 +90,12 @@ class Dataset:
     exchanges: bool  # a turn is "query\nAI: reply" (MemoryBank): two events, the user's and the companion's
 
 
-def truncated(conversation: Conversation, turns: int) -> Conversation:
-    """The conversation's first `turns` turns and the questions whose every evidence turn is among them."""
-    kept = conversation.turns[:turns]
-    known = {t.dia_id for t in kept}
-    questions = tuple(q for q in conversation.questions if set(q.evidence) <= known)
-    return replace(conversation, turns=kept, questions=questions)
-
-
 def load_datasets(quick: bool = False, root: Path = DATASETS) -> list[Dataset]:
     english = locomo.load(root / "locomo" / "locomo10-dev.json")
     chinese = memorybank.load(root / "memorybank")
     if quick:
         first = english[0]
-        english = [truncated(first, sum(1 for t in first.turns if t.session <= QUICK_SESSIONS))]
+        english = [first_sessions(first, QUICK_SESSIONS)]
         chinese = chinese[:QUICK_USERS]
     return [
         Dataset("en", "English: LoCoMo dev", tuple(english), PLAIN, exchanges=False),

@@ -25,7 +25,6 @@ from typing import Any
 from bench import corpus
 from bench.config import reader_scope, settings_for
 from bench.decision_set import DATASETS
-from bench.extraction_quality import truncated
 from bench.inprocess import bulk_load
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
@@ -106,17 +105,13 @@ async def _cost(figures: Figures, size: int, queries: int, workdir: Path | None)
                         figures.wall_ms[depth].append(wall * 1000)
 
 
-def _first_sessions(conversation: Conversation) -> Conversation:
-    return truncated(conversation, sum(1 for t in conversation.turns if t.session <= QUICK_SESSIONS))
-
-
 async def measure(quick: bool = False, workdir: Path | None = None) -> Figures:
     started = time.perf_counter()
     figures = Figures(quick, load_average())
     english = locomo.load(DATASETS / "locomo" / "locomo10-dev.json")
     chinese = memorybank.load(DATASETS / "memorybank")
     sets = {
-        "locomo": ([_first_sessions(english[0])] if quick else english, "plain"),
+        "locomo": ([locomo.first_sessions(english[0], QUICK_SESSIONS)] if quick else english, "plain"),
         "memorybank": (chinese[:QUICK_USERS] if quick else chinese, "occurred_at"),
     }
     for depth in DEPTHS:

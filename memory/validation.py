@@ -29,7 +29,7 @@ class EngineLimits:
     max_content_chars: int = 8_000
     default_top_k: int = 8
     max_top_k: int = 100
-    recall_candidates: int = 75  # the depth of each candidate list a recall scores (at least 2 x top_k)
+    recall_candidates: int = 75  # the depth of each candidate list a recall scores (at least 2 x top_k, and 50)
     max_tags: int = 32
     max_tag_chars: int = 64
     max_metadata_bytes: int = 16_384

@@ -181,9 +181,10 @@ class Settings(BaseSettings):
     max_top_k: int = Field(100, ge=1)
     recall_candidates: int = Field(
         75,
-        ge=10,
+        ge=50,  # the stores never read a candidate list shallower (memory.stores.common.PREFETCH_MIN)
         le=1000,
-        description="How deep a recall reads each candidate list (by meaning, by keywords) before its scoring: "
+        description="How deep a recall reads each candidate list (by meaning, by keywords) before its scoring, "
+        "at least the stores' floor of 50: "
         "deeper lets conversation context and cues lift more (LoCoMo dev recall@10 0.782 at 50, 0.797 at 75, "
         "0.800 at 100), at CPU per recall (x1.22 at 75, x1.50 at 100 against 50; bench/RESULTS.md).",
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -90,3 +90,16 @@ def parse_conversation(sample: dict[str, Any]) -> Conversation:
 def load(path: Path) -> list[Conversation]:
     samples = json.loads(path.read_text(encoding="utf-8"))
     return [parse_conversation(sample) for sample in samples]
+
+
+def truncated(conversation: Conversation, turns: int) -> Conversation:
+    """The conversation's first `turns` turns and the questions whose every evidence turn is among them."""
+    kept = conversation.turns[:turns]
+    known = {t.dia_id for t in kept}
+    questions = tuple(q for q in conversation.questions if set(q.evidence) <= known)
+    return replace(conversation, turns=kept, questions=questions)
+
+
+def first_sessions(conversation: Conversation, sessions: int) -> Conversation:
+    """The conversation's first `sessions` sessions and their questions (a benchmark's quick run)."""
+    return truncated(conversation, sum(1 for t in conversation.turns if t.session <= sessions))

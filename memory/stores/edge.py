@@ -147,7 +147,6 @@ class EdgeVectorStore:
             EdgeVectorStore._create_indexes(shard, set(shard.info().payload_schema))  # a field added since
             if meta.get("sparse_vector") != SPARSE:  # a store from before hybrid recall: add the keyword vector
                 shard.update(qe.UpdateOperation.create_sparse_vector(SPARSE, modifier=qe.Modifier.Idf))
-                EdgeVectorStore._create_indexes(shard, set(shard.info().payload_schema))
                 shard.flush()
                 EdgeVectorStore._write_meta(meta_path, {**meta, "sparse_vector": SPARSE})
             return shard

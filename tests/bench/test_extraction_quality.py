@@ -12,7 +12,8 @@ import anyio
 import pytest
 
 from bench import extraction_quality
-from bench.extraction_quality import CONFIGS, Dataset, Figures, LanguageFigures, truncated
+from bench.extraction_quality import CONFIGS, Dataset, Figures, LanguageFigures
+from memory.evaluation.locomo import truncated
 
 DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 TURNS = 60

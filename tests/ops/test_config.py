@@ -106,7 +106,7 @@ def test_the_recall_candidate_depth_reaches_the_engine_and_is_bounded(monkeypatc
     monkeypatch.delenv("HINDSIGHT_RECALL_CANDIDATES")
     default = Settings(_env_file=None)  # type: ignore[call-arg]
     assert engine_limits(default).recall_candidates == EngineLimits().recall_candidates == 75
-    for refused in ("5", "5000", "many"):
+    for refused in ("49", "5000", "many"):
         monkeypatch.setenv("HINDSIGHT_RECALL_CANDIDATES", refused)
         with pytest.raises(ValidationError, match="recall_candidates"):
             Settings(_env_file=None)  # type: ignore[call-arg]
