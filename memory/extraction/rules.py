@@ -12,7 +12,9 @@ For each user or assistant message (`system` events are skipped), sentence by se
      seat") also becomes a fact of its own ("用户偏好国航", semantic);
   4. a question keeps its leading statements ("我很喜欢绘画，你觉得...吗？" keeps "用户很喜欢绘画"); the question
      itself is kept only from the user and only when it asks for something with content (a request, or "how do
-     I" / "推荐" / "怎么" with a name, number, date or enough words), quoted: 'The user asked: "..."';
+     I" / "推荐" / "怎么" with a name, number, date or enough words), quoted: 'The user asked: "..."'. In a
+     conversation between people (two named speakers, no assistant) neither a request nor a question is a fact:
+     it is put to the other person, and the answer says what it asks for;
   5. any other sentence is kept only if it carries something (`signals.carries_user` / `carries_assistant`):
      from the user, a name (a capitalised word that neither opens the sentence nor is someone addressed, a
      《title》, a code), a number or date, a preference / habit / plan / decision word, a first-person statement
@@ -119,10 +121,12 @@ class _Draft:
 
 @dataclass(slots=True)
 class _Message:
-    """The facts of one message, sentence by sentence."""
+    """The facts of one message, sentence by sentence. `among_people`: the message is said in a conversation between
+    people (`_among_people`), where a request or a question is put to the other person, not to an assistant."""
 
     voice: Voice
     today: date
+    among_people: bool = False
     drafts: list[_Draft] = field(default_factory=list)
 
     @property
@@ -134,8 +138,8 @@ class _Message:
 
     def request(self, text: str, asked: bool = False) -> str | None:
         """A user's request rewritten as a statement ("用户请助手...", "The user asked the assistant to ..."), or
-        None when `text` (annotated with dates) is no request."""
-        if not self.user:
+        None when `text` (annotated with dates) is no request (or is put to another person: `among_people`)."""
+        if not self.user or self.among_people:
             return None
         zh = signals.chinese(text)
         match = (
@@ -210,8 +214,10 @@ class _Message:
             self.preferences(annotated)
 
     def question(self, text: str) -> None:
-        """A user's question, kept when it asks for something with content."""
-        if not self.user:
+        """A user's question to the assistant, kept when it asks for something with content. A question between
+        people is no fact: what it asks for is said in the answer ('Maria asked: "How did the funding help?"'
+        would outrank the turn that says how)."""
+        if not self.user or self.among_people:
             return
         annotated, dates = annotate(text, self.today)
         request = self.request(annotated, asked=True)
@@ -282,12 +288,12 @@ def _without_small_talk(sentence: str) -> str:
     return sentence
 
 
-def _message(event: SourceEvent, addressee: str | None) -> list[_Draft]:
+def _message(event: SourceEvent, addressee: str | None, among_people: bool = False) -> list[_Draft]:
     if event.type == "user_message":
         voice = Voice("user", event.speaker)
     else:
         voice = Voice("assistant", event.speaker, addressee)
-    message = _Message(voice, event.occurred_at.date())
+    message = _Message(voice, event.occurred_at.date(), among_people)
     after_fact = False
     for raw in split_sentences(event.content.replace("’", "'")):
         sentence = _without_small_talk(raw)
@@ -344,6 +350,14 @@ def _addressee(events: Sequence[SourceEvent]) -> str | None:
     return names.pop() if len(names) == 1 else None
 
 
+def _among_people(events: Sequence[SourceEvent]) -> bool:
+    """Whether the batch is a conversation between people: user messages of two or more named speakers and no
+    assistant message (with an assistant present, a request may be put to it)."""
+    if any(e.type == "assistant_message" for e in events):
+        return False
+    return len({e.speaker for e in events if e.type == "user_message" and e.speaker}) >= 2
+
+
 class RuleExtractor:
     """The rule-based `FactExtractor`. Stateless: one instance serves any number of concurrent calls."""
 
@@ -353,6 +367,7 @@ class RuleExtractor:
         """The facts of `events`, in the order of their sources (CPU only: run it in a worker thread for a big
         batch)."""
         addressee = _addressee(events)
+        among_people = _among_people(events)
         tool_groups: dict[str, list[SourceEvent]] = {}
         for event in events:
             if event.type in ("tool_call", "tool_result") and event.call_id:
@@ -379,7 +394,7 @@ class RuleExtractor:
                 if group:
                     keep(_tool_fact(group))
                 continue
-            for draft in _message(event, addressee):
+            for draft in _message(event, addressee, among_people):
                 keep(ExtractedFact(draft.content, (event.id,), draft.kind, event.occurred_at))
         return facts
 

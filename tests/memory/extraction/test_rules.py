@@ -178,6 +178,37 @@ def test_a_question_that_asks_for_nothing_is_dropped_but_its_leading_statement_k
     assert contents(facts) == ["The user is getting creative too, just learning the piano."]
 
 
+# LoCoMo dev, conversation 3 (Maria and John) and conversation 1: a request or a question put to the other person
+BETWEEN_PEOPLE = [
+    ("D1:9", "Maria", "That's great, John! Can you tell me what got you interested in those topics?"),
+    ("D1:10", "John", "Sure! I grew up in a rough neighborhood. Here's a pic of a school I visited last year."),
+    ("D19:4", "Maria", "How did the extra funding help the school?"),
+    ("D13:4", "Melanie", "I love animals! Can you show me one of Oscar? I'd love to see him!"),
+]
+
+
+def test_between_people_a_request_or_question_to_the_other_is_no_fact_and_their_statements_stay() -> None:
+    facts = extract(*(event(i, "user_message", text, speaker=who) for i, who, text in BETWEEN_PEOPLE))
+    assert contents(facts) == [
+        "John grew up in a rough neighborhood.",
+        "Here's a pic of a school John visited last year (2025).",
+        "Melanie loves animals!",
+        "Melanie would love to see him!",
+    ]
+
+
+def test_with_an_assistant_present_a_named_users_request_is_still_put_to_the_assistant() -> None:
+    facts = extract(
+        event("u1", "user_message", "Can you book a table at Nobu for 8pm?", speaker="Dana"),
+        event("u2", "user_message", "Please find me a vegetarian place nearby instead.", speaker="Lee"),
+        event("a1", "assistant_message", "I booked a table at Nobu for 8pm."),
+    )
+    assert contents(facts)[:2] == [
+        "Dana asked the assistant to book a table at Nobu for 8pm.",
+        "Lee asked the assistant to find Lee a vegetarian place nearby instead.",
+    ]
+
+
 def test_the_assistant_keeps_what_it_did_for_the_user_and_drops_pleasantries_advice_and_questions() -> None:
     facts = extract(
         event(
