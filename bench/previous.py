@@ -70,11 +70,16 @@ def read_previous(text: str) -> Previous:
             p50, p99 = _number(row[2]), _number(row[4])
             if p50 is not None and p99 is not None:
                 previous.mcp[row[0]] = (p50, p99)
-    for row in _rows(text, "## Concurrency (HTTP MCP clients)"):
+    rows = _rows(text, "## Concurrency (HTTP MCP clients)")
+    header = rows[0] if rows else []
+    # by header name: a run beside a previous one has more columns than the first runs had
+    rate_at = header.index("recalls/s") if "recalls/s" in header else 2
+    cpu_at = header.index("server CPU ms/recall") if "server CPU ms/recall" in header else 7
+    for row in rows[1:]:
         clients = _number(row[0]) if row else None
-        if clients is None or len(row) < 8:
+        if clients is None or len(row) <= max(rate_at, cpu_at):
             continue
-        rate, cpu = _number(row[2]), _number(row[7])
+        rate, cpu = _number(row[rate_at]), _number(row[cpu_at])
         if rate is not None and cpu is not None:
             previous.concurrency[int(clients)] = (rate, cpu)
     return previous

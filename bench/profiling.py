@@ -65,9 +65,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("embedding + keyword vector of the query", ("embedding (wordllama)", "sparse (BM25) encoding")),
     ("engine: search threads (native, all queries)", ("native: edge-search",)),
-    ("engine: dense query (calling thread)", ("engine: dense query (Rust)", "engine: vector query (Rust)")),
+    ("engine: dense query (calling thread)", ("engine: vector query (Rust)",)),
     ("engine: keyword query (calling thread)", ("engine: keyword query (Rust)",)),
-    ("engine: feedback keyword query (calling thread)", ("engine: feedback keyword query (Rust)",)),
     ("engine: payload reads by id (calling thread)", ("engine: payload reads by id (Rust)",)),
     ("payload → Memory, result conversion (store)", (
         "payload → Memory (from_payload)", "store: filters, result conversion",
@@ -92,9 +91,7 @@ def stage_table(profile: Profile) -> list[tuple[str, float]]:
 
 
 RULES: tuple[tuple[str, str, str | None, str | None], ...] = (
-    ("engine: dense query (Rust)", "memory/stores/edge.py", None, "_shard.query(dense_request)"),
-    ("engine: keyword query (Rust)", "memory/stores/edge.py", None, "_shard.query(keyword_request)"),
-    ("engine: feedback keyword query (Rust)", "memory/stores/edge.py", "query_then_fetch_new", "_shard.query"),
+    ("engine: keyword query (Rust)", "memory/stores/edge.py", "query_then_fetch_new", "_shard.query"),
     ("engine: payload reads by id (Rust)", "memory/stores/edge.py", None, "_shard.retrieve"),
     ("engine: vector query (Rust)", "memory/stores/edge.py", None, "_shard.query"),
     ("engine: scroll / lookup (Rust)", "memory/stores/edge.py", None, "_shard.scroll"),

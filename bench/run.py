@@ -109,9 +109,9 @@ async def size_stage(
     async with open_runtime(settings_for(data_dir)) as rt:
         if getattr(rt.memories, "hybrid", False):
             results.recall_mode = (
-                "hybrid (a dense and a BM25 keyword query, then a keyword query with pseudo-relevance feedback; "
-                "each keyword query reads payloads and vectors only for hits not already held; scores mixed in "
-                "the engine)"
+                "hybrid (a dense query, then a BM25 keyword query expanded with pseudo-relevance feedback from "
+                "the dense candidates; the keyword query reads payloads and vectors only for hits not already "
+                "held; both scores mixed in the service)"
             )
         result.ingest = await bulk_load(rt, generator, size, cfg.batch)
         result.disk = disk_breakdown(data_dir)

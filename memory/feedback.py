@@ -1,15 +1,27 @@
 """Pseudo-relevance feedback for the keyword half of hybrid recall (the RM3 idea, kept small).
 
-A first hybrid search finds candidates; the few best by BM25 are taken as relevant, and the words they share
-that are rare among all the candidates are added to the keyword query at a small weight (`ScoringWeights.
-feedback`). A second, keyword-only search with that query replaces the first one's BM25 scores. It finds the
-turns that say the same thing in other words ("adoption agencies" for "what did she research?"): on LoCoMo dev
-recall@10 rose from 0.698 to 0.712 with WordLlama (dense share 0.3, same run).
+Recall searches twice (`memory.recall.searched`): first by what the query's relevance counts, then by keywords
+with a query this module expands. A few candidates of the first search are taken as relevant:
+- after a search by meaning (the usual case), the dense candidates that hold the most of the question's words,
+  words rare among the candidates counting more (log(1 + n / df), n candidates), and are nearest in meaning
+  (times the squared cosine);
+- after a keyword search (every query in Chinese, Japanese or Korean, whose words are character bigrams: with an
+  English model the only search before, with a multilingual one the second), the best by BM25.
+The words they share that are rare among all the candidates are added to the keyword query at a small weight
+(`ScoringWeights.feedback`), and the keyword search's BM25 scores are every candidate's. It finds the turns that
+say the same thing in other words ("adoption agencies" for "what did she research?"): on LoCoMo dev recall@10 is
+0.786 without the added words and 0.799 with them (candidate depth 75, WordLlama).
+
+Taking the feedback documents from the dense candidates saves a search for every English query (two engine
+queries instead of three: before, a hybrid search, then the expanded keyword search), and a Chinese query with
+WordLlama needs no dense query at all: LoCoMo dev recall@10 0.7974 -> 0.7987 and MemoryBank Chinese recall@5 /
+MRR 0.946 / 0.835 unchanged with WordLlama; with `use` 0.806 -> 0.816 and 0.942 / 0.844 unchanged
+(bench/RESULTS.md, "Two searches per recall", issue #19).
 
 Words are the term ids of the candidates' stored keyword vectors (the stores return them), so no text is
-tokenised again. Their weights come from the candidates alone (how many of the top documents hold a term, times
-the log of how rare it is among the candidates; a term no other candidate holds is skipped, as it can only find
-its own document): no corpus statistics are needed, and nothing outside the searched namespaces is read.
+tokenised again. Their weights come from the candidates alone (how many of the feedback documents hold a term,
+times the log of how rare it is among the candidates; a term no other candidate holds is skipped, as it can only
+find its own document): no corpus statistics are needed, and nothing outside the searched namespaces is read.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memory.embedders.sparse import with_terms
 from memory.ports import ScoredMemory, SparseVector
@@ -25,16 +38,27 @@ FEEDBACK_DOCUMENTS = 3  # the best BM25 candidates taken as relevant
 FEEDBACK_TERMS = 5  # words added to the query
 
 
-def feedback_query(query: SparseVector, candidates: Sequence[ScoredMemory], weight: float) -> SparseVector | None:
-    """The keyword query expanded with the feedback terms, or None when there is nothing to learn from. Terms are
-    the ids of the candidates' stored keyword vectors, so no text is tokenised again."""
-    relevant = sorted((c for c in candidates if c.keyword > 0), key=lambda c: c.keyword, reverse=True)
-    if weight <= 0 or not relevant:
+def feedback_query(
+    query: SparseVector, candidates: Sequence[ScoredMemory], weight: float, *, by_meaning: bool
+) -> SparseVector | None:
+    """The keyword query expanded with the feedback terms of the first search's `candidates` (a search by meaning,
+    or by keywords: `by_meaning`), or None when there is nothing to learn from (no candidate is taken as relevant,
+    or no word to add)."""
+    if weight <= 0 or not candidates:
         return None
     asked = set(query.indices)
     document_frequency = Counter(term for c in candidates for term in set(c.terms))
-    in_top = Counter(term for c in relevant[:FEEDBACK_DOCUMENTS] for term in set(c.terms))
     pool = len(candidates)
+    if by_meaning:
+        relevance = {
+            c.memory.id: sum(math.log(1 + pool / document_frequency[t]) for t in asked.intersection(c.terms))
+            * max(c.similarity, 0.0) ** 2
+            for c in candidates
+        }
+    else:
+        relevance = {c.memory.id: c.keyword for c in candidates}
+    relevant = sorted((c for c in candidates if relevance[c.memory.id] > 0), key=lambda c: -relevance[c.memory.id])
+    in_top = Counter(term for c in relevant[:FEEDBACK_DOCUMENTS] for term in set(c.terms))
     rated = {
         term: count * math.log(1 + pool / document_frequency[term])
         for term, count in in_top.items()
@@ -47,10 +71,10 @@ def feedback_query(query: SparseVector, candidates: Sequence[ScoredMemory], weig
 
 
 def with_feedback(first: Sequence[ScoredMemory], second: Sequence[ScoredMemory]) -> list[ScoredMemory]:
-    """The first search's candidates and the feedback search's, each once, scored by the feedback BM25 (0 for a
-    candidate the feedback search did not return)."""
+    """The candidates of a first search and of a keyword search, each once and with its term ids, scored by the
+    keyword search's BM25 (0 for a candidate it did not return)."""
     keyword = {c.memory.id: c.keyword for c in second}
-    merged = [ScoredMemory(c.memory, c.similarity, keyword.get(c.memory.id, 0.0)) for c in first]
+    merged = [replace(c, keyword=keyword.get(c.memory.id, 0.0)) for c in first]
     seen = {c.memory.id for c in first}
     merged += [c for c in second if c.memory.id not in seen]
     return merged

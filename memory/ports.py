@@ -44,7 +44,7 @@ class ScoredMemory:
     memory: Memory
     similarity: float  # cosine similarity of the memory's dense vector to the query's
     keyword: float = 0.0  # BM25 score of the memory for the query's terms (0: not among the keyword matches)
-    terms: tuple[int, ...] = ()  # the term ids of its keyword vector (hybrid search returns them)
+    terms: tuple[int, ...] = ()  # the term ids of its keyword vector (`search` returns them)
     vector: Sequence[float] = ()  # its stored dense vector (`search_many` returns it)
 
 
@@ -129,19 +129,22 @@ class VectorStore(Protocol):
         flt: RecallFilter,
         sparse: SparseVector | None = None,
         *,
-        by_meaning: bool = True,
         known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
-        """Live memories nearest to `vector` in the given readable namespaces (() = whole tenant, admin only).
+        """Memories of the given readable namespaces (() = whole tenant, admin only) that pass `flt` (live ones,
+        and superseded or archived ones when it asks for them), found one of two ways.
 
-        With a non-empty `sparse` query the search is hybrid, in one round trip: the union of the nearest by the
-        dense vector and the best by BM25 (IDF over the searched namespaces, consolidated memories left out, or over
-        the tenant when more than 16 are searched), each `limit` deep and at least 50, in no particular order; the
-        caller fuses them (memory.ranking).
-        Every hit's `similarity` is its dense cosine and its `keyword` its BM25 score (0 when the keyword search
-        did not return it). With `by_meaning=False` (and a `sparse` query) only the keyword half runs; `known` then
-        names hits the caller already holds, by memory id: each comes back as held with only its BM25 score new,
-        and the store reads payloads and vectors only for the others."""
+        Without a `sparse` query (None, or one without indices), by meaning: the `limit` memories nearest to
+        `vector`, best first, each hit's `similarity` its dense cosine, its `keyword` 0 and its `terms` the term ids
+        of its keyword vector (recall's feedback words come from them; none for a memory stored without one).
+
+        With a non-empty `sparse` query, by keywords alone: the best memories by BM25 (IDF over the searched
+        namespaces, consolidated memories left out, or over the tenant when more than 16 are searched), best first,
+        `limit` deep and at least 50, each hit's `keyword` its BM25 score; a memory without a keyword vector is not
+        found. `known` names hits the caller already holds, by memory id: each comes back as held with only its
+        BM25 score new, and the store reads payloads and vectors only for the others (for every hit when `known`
+        is None or empty), each new hit's `similarity` the cosine of its dense vector to `vector` (0 without one,
+        as for an archived memory) and its `terms` its keyword term ids."""
         ...
 
     async def search_many(

@@ -1,6 +1,7 @@
-"""The recall path's steps around the store search: the checked filter of a `RecallRequest`, the candidates
-turned into scored hits (a superseded match answered by the memory that replaced it). What a caller may see of
-the links a hit carries is `memory.visibility`. `MemoryService.recall` strings them together."""
+"""The recall path's steps around the store: the checked filter of a `RecallRequest`, the two searches that find
+the candidates, the candidates turned into scored hits (a superseded match answered by the memory that replaced
+it). What a caller may see of the links a hit carries is `memory.visibility`. `MemoryService.recall` strings them
+together."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from datetime import datetime
 
 from memory.cues import QueryCues
 from memory.errors import InvalidArgument
+from memory.feedback import feedback_query, with_feedback
 from memory.models import Memory, RecallHit
-from memory.ports import RecallFilter, ScoredMemory, VectorStore
+from memory.ports import RecallFilter, ScoredMemory, SparseVector, VectorStore
 from memory.ranking import conversation_relevance, cue_relevance, hybrid_relevance, passes_filter
 from memory.requests import RecallRequest
 from memory.scope import NamespaceScope
@@ -40,6 +42,45 @@ def recall_filter(request: RecallRequest, limits: EngineLimits, now: datetime) -
     )
 
 
+async def searched(
+    store: VectorStore,
+    scope: NamespaceScope,
+    namespaces: tuple[str, ...],
+    vector: Sequence[float],
+    sparse: SparseVector | None,
+    limit: int,
+    flt: RecallFilter,
+    weights: ScoringWeights,
+    cues: QueryCues,
+) -> list[ScoredMemory]:
+    """A recall's candidates. Without keywords, a search by meaning alone. Otherwise the last search is by
+    keywords, its query expanded with the words of a few candidates of the searches before (`memory.feedback`):
+    - by meaning, then by keywords: the feedback documents are the dense candidates holding the question's words;
+    - a query in Chinese, Japanese or Korean whose cosine counts for nothing (an English model): by keywords, then
+      by the expanded keywords, the feedback documents the best by BM25;
+    - one in those scripts whose cosine counts (a multilingual model): by meaning, by keywords, then by the
+      expanded keywords, the feedback documents the best by BM25. Its words are character bigrams: which dense
+      candidates hold most of them says less than BM25 does (MemoryBank Chinese with `use`: recall@5 / MRR
+      0.942 / 0.844, against 0.932 / 0.833 with feedback from the dense candidates).
+    """
+    if sparse is None:
+        return await store.search(scope, namespaces, vector, limit, flt)
+    by_bm25 = cues.cjk
+    if not weights.meaning_counts(cues.cjk):
+        first = await store.search(scope, namespaces, vector, limit, flt, sparse)
+    else:
+        first = await store.search(scope, namespaces, vector, limit, flt)
+        if by_bm25:
+            held = {c.memory.id: c for c in first}
+            first = with_feedback(first, await store.search(scope, namespaces, vector, limit, flt, sparse, known=held))
+    expanded = feedback_query(sparse, first, weights.feedback, by_meaning=not by_bm25)
+    if expanded is None and by_bm25:
+        return first  # the keyword search already ran, with nothing to add to it
+    held = {c.memory.id: c for c in first}  # only new hits are read from the store
+    second = await store.search(scope, namespaces, vector, limit, flt, expanded or sparse, known=held)
+    return with_feedback(first, second)
+
+
 async def scored_hits(
     store: VectorStore,
     scope: NamespaceScope,
@@ -53,10 +94,9 @@ async def scored_hits(
     replaced by its live successor (unless the filter includes superseded ones), each memory once."""
     memories = [c.memory for c in candidates]
     notes: list[list[str]] = [[] for _ in candidates]  # the cues that moved each candidate, for `explain`
-    cjk_share = weights.cjk_dense_share if query.cjk else None
     relevance = hybrid_relevance(
         candidates,
-        weights.dense_share if cjk_share is None else cjk_share,
+        weights.dense_share_for(query.cjk),
         query_cjk=query.cjk,
         cross_script_share=weights.cross_script_share,
     )

@@ -65,6 +65,15 @@ class ScoringWeights:
         if min(self.context, self.session, self.speaker, self.when) < 0:
             raise InvalidArgument("the context, session, speaker and when lifts must be >= 0")
 
+    def dense_share_for(self, cjk: bool) -> float:
+        """The dense cosine's share of relevance for a query, in Chinese, Japanese or Korean (`cjk`) or not."""
+        return self.cjk_dense_share if cjk and self.cjk_dense_share is not None else self.dense_share
+
+    def meaning_counts(self, cjk: bool) -> bool:
+        """Whether the dense cosine counts in a query's relevance at all: its dense share, or a cross-script share
+        (a multilingual model matching memories in the other script by meaning)."""
+        return self.dense_share_for(cjk) > 0 or self.cross_script_share is not None
+
 
 SHARES = ("dense_share", "cjk_dense_share", "cross_script_share")  # the weights calibrated per embedding model
 # What measured best per embedding model; a share not listed keeps ScoringWeights' default.

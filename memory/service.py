@@ -4,9 +4,9 @@ Write: `memory.writes` (validate, skip exact repeats, the write pipeline of DESI
 namespace's write lock conflict detection and one batch with linked copies, completed by `memory.linking`).
 Forget and restore take the same lock, so an origin and its copies never disagree. Archive moves one memory out
 of the dense index (`memory.archive`); restore brings it back, embedded again.
-Recall: one scoped hybrid search (dense + keyword candidates) over every target namespace, a keyword-only search
-with pseudo-relevance feedback (`memory.feedback`), the scores fused into a relevance lifted by cues read from
-the text (`memory.cues`: the speaker the query names, a time for a "when" query) and by conversation context
+Recall: two scoped searches over every target namespace (by meaning, then by keywords expanded by what the first
+found: pseudo-relevance feedback, `memory.recall.searched`), the scores fused into a relevance lifted by cues read
+from the text (`memory.cues`: the speaker the query names, a time for a "when" query) and by conversation context
 (`memory.ranking`), then the multi-signal rescoring with the tenant's weights (`memory.recall`), one hit
 per origin, a token budget, and access counts bumped off the request path.
 """
@@ -26,7 +26,6 @@ from memory.clock import Clock
 from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
-from memory.feedback import feedback_query, with_feedback
 from memory.growth import WriteObserver, ignore_writes, tell_write_growth
 from memory.hidden import HideObserver, check_hidden_state, ignore_hides, list_hidden, tell_write_hides
 from memory.ids import parse_memory_id
@@ -37,7 +36,7 @@ from memory.pipeline import PipelineSettings, for_embedder
 from memory.pipeline.analysis import analyse_query
 from memory.ports import Embedder, ImportanceRater, ListQuery, NamespaceLocks, VectorStore
 from memory.ranking import select_hits
-from memory.recall import recall_filter, scored_hits
+from memory.recall import recall_filter, scored_hits, searched
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
 from memory.scoring import ScoringWeights
@@ -142,15 +141,9 @@ class MemoryService:
         # superseded memories are searched too: one that matches is answered by the memory that replaced it
         wide = replace(flt, include_superseded=True)
         limit = max(top_k * CANDIDATE_FACTOR, self.limits.recall_candidates)
-        candidates = await self.store.search(scope, namespaces, vector, limit, wide, sparse)
         weights = self.weights_for(scope.tenant)
-        expanded = feedback_query(sparse, candidates, weights.feedback) if sparse is not None else None
-        if expanded is not None:
-            held = {c.memory.id: c for c in candidates}  # only new hits are read from the store
-            second = await self.store.search(
-                scope, namespaces, vector, limit, wide, expanded, by_meaning=False, known=held
-            )
-            candidates = with_feedback(candidates, second)
+        candidates = await searched(self.store, scope, namespaces, vector, sparse, limit, wide, weights, analysis.cues)
+
         hits = await scored_hits(self.store, scope, candidates, namespaces, flt, weights, analysis.cues)
         chosen = select_hits(hits, top_k, request.token_budget)
         await self.access.record(scope, [h.memory.id for h in chosen])

@@ -6,7 +6,7 @@ refuses, is decided here so the embedded and the server stores cannot drift apar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -15,11 +15,12 @@ from memory.errors import NamespaceForbidden
 from memory.models import CONSOLIDATED, Memory
 from memory.ports import ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
+from memory.stores.payload import status_of
 
 T = TypeVar("T")
 
-# Each candidate list of a hybrid search (dense, keyword) is at least this deep, so a memory ranked well by both
-# (but first by neither) reaches the fusion with both of its scores.
+# A keyword search's candidate list is at least this deep, whatever its limit, so a memory ranked well by keywords
+# (but not first) still reaches the caller's fusion with its BM25 score.
 PREFETCH_MIN = 50
 
 # BM25's IDF is computed over the searched namespaces, so a score never reflects memories the caller cannot read.
@@ -99,37 +100,19 @@ def terms_of(vector: object) -> list[int]:
     return [int(i) for i in indices] if indices is not None else []
 
 
-def merge_hybrid(
-    query: Sequence[float],
-    dense_hits: Sequence[tuple[Memory, float, Sequence[int]]],
-    keyword_hits: Sequence[tuple[Memory, float, Sequence[float] | None, Sequence[int]]],
-) -> list[ScoredMemory]:
-    """The union of a dense search (memory, cosine, its term ids) and a keyword search (memory, BM25 score, dense
-    vector, term ids): one entry per memory with both scores; a keyword-only hit's cosine comes from its vector."""
-    keyword = {memory.id: score for memory, score, _, _ in keyword_hits}
-    merged = [
-        ScoredMemory(memory, cosine, keyword.get(memory.id, 0.0), tuple(terms)) for memory, cosine, terms in dense_hits
-    ]
-    seen = {memory.id for memory, _, _ in dense_hits}
-    extra = [hit for hit in keyword_hits if hit[0].id not in seen]
-    cosine_of = cosines(query, [vector for _, _, vector, _ in extra])
-    merged += [
-        ScoredMemory(m, cos, score, tuple(terms)) for (m, score, _, terms), cos in zip(extra, cosine_of, strict=True)
-    ]
-    return merged
-
-
 def keyword_only_hits(
     query: Sequence[float],
     tenant: str,
+    statuses: Collection[str],
     hits: Sequence[tuple[str, float]],
     known: Mapping[str, ScoredMemory],
     fetched: Iterable[tuple[Memory, Sequence[float] | None, Sequence[int]]],
 ) -> list[ScoredMemory]:
     """A keyword-only search's hits (id, BM25 score), in its order: one the caller holds (`known`) as held with
     the new score; a new one from what was `fetched` for it (memory, dense vector, term ids), its cosine computed.
-    Fetched points are read by id after a scoped query; one of another tenant is dropped all the same."""
-    read = {m.id: (m, dense, terms) for m, dense, terms in fetched if m.tenant == tenant}
+    Fetched points are read by id after a scoped query: one of another tenant, or whose status is no longer one of
+    the search's `statuses` (changed between the query and the read), is dropped all the same."""
+    read = {m.id: (m, dense, terms) for m, dense, terms in fetched if m.tenant == tenant and status_of(m) in statuses}
     new = [hit_id for hit_id, _ in hits if hit_id not in known and hit_id in read]
     cosine_of = dict(zip(new, cosines(query, [read[i][1] for i in new]), strict=True))
     result = []

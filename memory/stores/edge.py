@@ -35,7 +35,6 @@ from memory.stores.common import (
     checked_namespaces,
     idf_corpus,
     keyword_only_hits,
-    merge_hybrid,
     prefetch_limit,
     terms_of,
     unpack,
@@ -49,7 +48,6 @@ from memory.stores.payload import (
     decode,
     decode_all,
     recallable_statuses,
-    status_of,
     to_payload,
 )
 
@@ -379,50 +377,26 @@ class EdgeVectorStore:
         flt: RecallFilter,
         sparse: SparseVector | None = None,
         *,
-        by_meaning: bool = True,
         known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
         query_filter = _search_filter(in_scope, flt)
-        dense = qe.Query.Nearest(list(vector), using=DENSE)
         if sparse is None or not sparse.indices:
-            request = qe.QueryRequest(limit=limit, query=dense, filter=query_filter, with_payload=True)
+            dense = qe.Query.Nearest(list(vector), using=DENSE)
+            request = qe.QueryRequest(
+                limit=limit, query=dense, filter=query_filter, with_payload=True, with_vector=[SPARSE]
+            )
             points = await self._run(lambda: self._shard.query(request))
-            return [ScoredMemory(m, float(p.score)) for p in points if (m := decode(p.id, p.payload))]
+            return [
+                ScoredMemory(m, float(p.score), terms=tuple(terms_of(p.vector)))
+                for p in points
+                if (m := decode(p.id, p.payload))
+            ]
         keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
-        depth = prefetch_limit(limit)
         idf = self._idf(scope, in_scope, namespaces)
-        if not by_meaning and known is not None:
-            return await self._keyword_scores(scope, keywords, query_filter, depth, idf, vector, known)
-        dense_request = qe.QueryRequest(
-            limit=depth, query=dense, filter=query_filter, with_vector=[SPARSE], with_payload=True
+        return await self._keyword_scores(
+            scope, keywords, query_filter, prefetch_limit(limit), idf, flt, vector, known or {}
         )
-        # the keyword query returns ids and scores; payloads and vectors are read only for hits the dense query
-        # did not return (about half of them), in the same worker-thread hop
-        keyword_request = qe.QueryRequest(
-            limit=depth, query=keywords, filter=query_filter, with_vector=False, with_payload=False, params=idf
-        )
-
-        def query_both() -> tuple[list[Any], list[Any], list[Any]]:
-            dense_points = self._shard.query(dense_request) if by_meaning else []
-            keyword_points = self._shard.query(keyword_request)
-            held = {str(p.id) for p in dense_points}
-            new = [p.id for p in keyword_points if str(p.id) not in held]
-            return dense_points, keyword_points, self._shard.retrieve(new, True, [DENSE, SPARSE]) if new else []
-
-        dense_points, keyword_points, records = await self._run(query_both)  # one worker-thread hop
-        dense_hits = [(m, float(p.score), terms_of(p.vector)) for p in dense_points if (m := decode(p.id, p.payload))]
-        statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
-        read: dict[str, tuple[Memory, Any, list[int]]] = {m.id: (m, None, []) for m, _, _ in dense_hits}
-        for r in records:  # read after the query: one changed in between must still pass its filter
-            if (m := decode(r.id, r.payload)) and m.tenant == scope.tenant and status_of(m) in statuses:
-                read[m.id] = (m, (r.vector or {}).get(DENSE), terms_of(r.vector))
-        keyword_hits = []
-        for p in keyword_points:
-            if (hit := read.get(str(p.id))) is not None:
-                memory, dense_vector, terms = hit
-                keyword_hits.append((memory, float(p.score), dense_vector, terms))
-        return merge_hybrid(vector, dense_hits, keyword_hits)
 
     def _idf(self, scope: NamespaceScope, in_scope: Sequence[Any], namespaces: tuple[str, ...]) -> Any:
         """IDF within the tenant: over the searched namespaces, or the tenant for wide searches (`idf_corpus`).
@@ -441,6 +415,7 @@ class EdgeVectorStore:
         query_filter: Any,
         depth: int,
         idf: Any,
+        flt: RecallFilter,
         vector: Sequence[float],
         known: Mapping[str, ScoredMemory],
     ) -> list[ScoredMemory]:
@@ -459,7 +434,8 @@ class EdgeVectorStore:
             (m, (r.vector or {}).get(DENSE), terms_of(r.vector)) for r in records if (m := decode(r.id, r.payload))
         )
         hits = [(str(p.id), float(p.score)) for p in points]
-        return keyword_only_hits(vector, scope.tenant, hits, known, fetched)
+        statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
+        return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         flt = qe.Filter(

@@ -36,7 +36,6 @@ from memory.stores.common import (
     checked_namespaces,
     idf_corpus,
     keyword_only_hits,
-    merge_hybrid,
     prefetch_limit,
     terms_of,
     unpack,
@@ -360,13 +359,12 @@ class QdrantServerStore:
         flt: RecallFilter,
         sparse: SparseVector | None = None,
         *,
-        by_meaning: bool = True,
         known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
         query_filter = _search_filter(in_scope, flt)
-        query = [float(x) for x in vector]
         if sparse is None or not sparse.indices:
+            query = [float(x) for x in vector]
             response = await self._call(
                 lambda: self._client.query_points(
                     self._collection,
@@ -375,49 +373,20 @@ class QdrantServerStore:
                     query_filter=query_filter,
                     limit=limit,
                     with_payload=True,
+                    with_vectors=[SPARSE],
                 )
             )
-            return [ScoredMemory(m, float(p.score)) for p in response.points if (m := decode(p.id, p.payload))]
+            return [
+                ScoredMemory(m, float(p.score), terms=tuple(terms_of(p.vector)))
+                for p in response.points
+                if (m := decode(p.id, p.payload))
+            ]
         keywords = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        depth = prefetch_limit(limit)
         # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
         corpus = qm.Filter(must=idf_corpus(in_scope, namespaces), must_not=[_match(*IDF_LEAVES_OUT)])
         params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus))
-        if not by_meaning and known is not None:
-            return await self._keyword_scores(scope, keywords, query_filter, depth, params, vector, known)
-        requests = [
-            qm.QueryRequest(
-                query=keywords,
-                using=SPARSE,
-                filter=query_filter,
-                limit=depth,
-                with_payload=True,
-                with_vector=[DENSE, SPARSE],
-                params=params,
-            ),
-        ]
-        if by_meaning:
-            requests.append(
-                qm.QueryRequest(
-                    query=query, using=DENSE, filter=query_filter, limit=depth, with_payload=True, with_vector=[SPARSE]
-                )
-            )
-        by_keyword, *nearest = await self._call(
-            lambda: self._client.query_batch_points(self._collection, requests=requests)  # one round trip
-        )
-        return merge_hybrid(
-            vector,
-            [
-                (m, float(p.score), terms_of(p.vector))
-                for r in nearest
-                for p in r.points
-                if (m := decode(p.id, p.payload))
-            ],
-            [
-                (m, float(p.score), _dense_of(p.vector), terms_of(p.vector))
-                for p in by_keyword.points
-                if (m := decode(p.id, p.payload))
-            ],
+        return await self._keyword_scores(
+            scope, keywords, query_filter, prefetch_limit(limit), params, flt, vector, known or {}
         )
 
     async def _keyword_scores(
@@ -427,6 +396,7 @@ class QdrantServerStore:
         query_filter: qm.Filter,
         depth: int,
         params: qm.SearchParams,
+        flt: RecallFilter,
         vector: Sequence[float],
         known: Mapping[str, ScoredMemory],
     ) -> list[ScoredMemory]:
@@ -455,7 +425,8 @@ class QdrantServerStore:
         )
         fetched = ((m, _dense_of(r.vector), terms_of(r.vector)) for r in records if (m := decode(r.id, r.payload)))
         hits = [(str(p.id), float(p.score)) for p in response.points]
-        return keyword_only_hits(vector, scope.tenant, hits, known, fetched)
+        statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
+        return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         flt = qm.Filter(

@@ -239,18 +239,13 @@ class SwitchableStore:
         flt: RecallFilter,
         sparse: SparseVector | None = None,
         *,
-        by_meaning: bool = True,
         known: Mapping[str, ScoredMemory] | None = None,
     ) -> builtins.list[ScoredMemory]:
         if len(vector) != self.dimension:  # computed with the model before a switch: keywords only
             if sparse is None or not sparse.indices:
                 return []
-            vector, by_meaning, known = [0.0] * self.dimension, False, known or {}
-        return await self._read(
-            lambda store: store.search(
-                scope, namespaces, vector, limit, flt, sparse, by_meaning=by_meaning, known=known
-            )
-        )
+            vector = [0.0] * self.dimension
+        return await self._read(lambda store: store.search(scope, namespaces, vector, limit, flt, sparse, known=known))
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         return await self._read(lambda store: store.latest_in_session(scope, namespace, session_id))

@@ -69,3 +69,15 @@ def test_a_first_run_without_a_report_reads_nothing() -> None:
 
     assert (previous.mcp, previous.concurrency, previous.commit) == ({}, {}, "")
     assert quality.locomo_recall10 is None and quality.memorybank_recall5 is None
+
+
+def test_the_throughput_and_cpu_of_a_report_that_already_had_previous_columns_are_read_by_their_header() -> None:
+    report = """## Concurrency (HTTP MCP clients)
+
+| clients | requests | recalls/s | previous recalls/s | p50 ms | p95 ms | p99 ms | server CPU (cores) | server CPU ms/recall | previous server CPU ms/recall | client CPU (cores) | client CPU ms/recall |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| 1 | 287 | 29 | 65 | 34.2 | 46.1 | 55.5 | 0.90 | 31.5 | 16.7 | 0.14 | 4.8 |
+| 32 | 405 | 38 | 84 | 814 | 1041 | 1113 | 1.10 | 28.7 | 14.5 | 0.16 | 4.1 |
+"""  # noqa: E501
+
+    assert read_previous(report).concurrency == {1: (29.0, 31.5), 32: (38.0, 28.7)}

@@ -46,14 +46,16 @@ async def test_opening_a_dense_only_store_adds_the_keyword_vector_and_keeps_ever
         await store.upsert(writer, [(new, [0, 1.0, 0, 0], SparseVector((4471,), (1.0,)))])
         now = RecallFilter(now=START)
 
-        hybrid = await store.search(writer, ("user:1",), [1.0, 0, 0, 0], 5, now, sparse=SparseVector((4471,), (1.0,)))
+        by_meaning = await store.search(writer, ("user:1",), [1.0, 0, 0, 0], 5, now)
+        by_keyword = await store.search(writer, ("user:1",), [1.0, 0, 0, 0], 5, now, SparseVector((4471,), (1.0,)))
         by_attribute = await store.search(
             writer, ("user:1",), [1.0, 0, 0, 0], 5, RecallFilter(now=START, attributes=("user|order",))
         )
     finally:
         await store.close()
 
-    assert {h.memory.id for h in hybrid} == {old_id, new.id}
+    assert {h.memory.id for h in by_meaning} == {old_id, new.id}
+    assert [h.memory.id for h in by_keyword] == [new.id]  # the old memory has no keyword vector
     assert [h.memory.id for h in by_attribute] == [new.id]
     assert json.loads((path / META_FILE).read_text())["sparse_vector"] == SPARSE
     reopened = EdgeVectorStore.open(path, model_id=MODEL, dimension=DIM)  # and it opens again as a current store

@@ -1,4 +1,4 @@
-"""Hybrid recall through `MemoryService`: dense + BM25 keyword candidates fused in one store query, rescored with
+"""Hybrid recall through `MemoryService`: dense and BM25 keyword candidates from two searches, rescored with
 the dense cosine (raised to the cosine of the fused rank), in English and Chinese."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
+from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tests.memory.conftest import scope
@@ -113,3 +114,15 @@ async def test_a_memory_without_any_shared_keyword_is_still_found_by_meaning(
     assert (await recalled(service, me, "Which coding languages does she enjoy?", top_k=1)) == [
         "The user's favourite programming language is Rust"
     ]
+
+
+async def test_a_chinese_query_whose_cosine_counts_for_nothing_is_answered_from_its_keyword_matches_only(
+    store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
+) -> None:
+    keywords_first = MemoryService(store, embedder, clock, weights=ScoringWeights(cjk_dense_share=0.0))
+    by_meaning_too = MemoryService(store, embedder, clock, weights=ScoringWeights(cjk_dense_share=0.3))
+    await load(keywords_first, me, [*CHINESE, *ORDERS])
+
+    assert (await recalled(keywords_first, me, "护照在哪里", top_k=10)) == ["我的护照放在书房抽屉里"]
+    answered = await recalled(by_meaning_too, me, "护照在哪里", top_k=10)
+    assert answered[0] == "我的护照放在书房抽屉里" and len(answered) == 10  # the nearest by meaning fill the rest

@@ -167,3 +167,13 @@ def test_zero_decay_keeps_recency_at_one() -> None:
 )
 def test_token_estimate_is_about_four_characters_and_at_least_one_per_word(text: str, tokens: int) -> None:
     assert estimate_tokens(text) == tokens
+
+
+def test_a_cjk_query_takes_the_cjk_dense_share_and_meaning_counts_unless_both_shares_are_zero() -> None:
+    english_model = ScoringWeights(dense_share=0.3, cjk_dense_share=0.0)
+    multilingual = ScoringWeights(dense_share=0.3, cjk_dense_share=0.0, cross_script_share=0.5)
+
+    assert english_model.dense_share_for(cjk=False) == 0.3 and english_model.dense_share_for(cjk=True) == 0.0
+    assert ScoringWeights(dense_share=0.3).dense_share_for(cjk=True) == 0.3  # no CJK share: the usual one
+    assert english_model.meaning_counts(cjk=False) and not english_model.meaning_counts(cjk=True)
+    assert multilingual.meaning_counts(cjk=True)  # it matches memories in the other script by meaning

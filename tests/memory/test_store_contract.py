@@ -424,7 +424,7 @@ async def test_search_excludes_memories_whose_expiry_is_now_or_past(
     assert await found(store, writer, ("user:1",)) == {"The user likes chess", "The user likes hiking"}
 
 
-# -- hybrid search, supersession and attribute filters ---------------------------------------------------------
+# -- keyword search, supersession and attribute filters --------------------------------------------------------
 
 
 def terms(*indices: int) -> SparseVector:
@@ -435,7 +435,7 @@ def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
 
-async def test_hybrid_search_brings_in_a_keyword_match_far_by_meaning_with_its_true_cosine(
+async def test_a_keyword_search_ranks_first_a_match_far_by_meaning_with_its_true_cosine_and_reads_at_least_50_deep(
     store: VectorStore, writer: NamespaceScope, acme: str
 ) -> None:
     near = make_memory("near by meaning", tenant=acme)
@@ -451,31 +451,43 @@ async def test_hybrid_search_brings_in_a_keyword_match_far_by_meaning_with_its_t
     )
 
     dense = await store.search(writer, ("user:1",), vec(1), 3, RecallFilter(now=NOW))
-    hybrid = await store.search(writer, ("user:1",), vec(1), 3, RecallFilter(now=NOW), sparse=terms(42))
+    by_keyword = await store.search(writer, ("user:1",), vec(1), 3, RecallFilter(now=NOW), sparse=terms(42, 2))
 
     assert keyword.id not in [h.memory.id for h in dense]
-    by_id = {h.memory.id: h for h in hybrid}
-    assert near.id in by_id and keyword.id in by_id
-    assert by_id[near.id].similarity == pytest.approx(1.0, abs=1e-4)
-    assert by_id[keyword.id].similarity == pytest.approx(cosine(vec(1), vec(5)), abs=1e-4)
-    assert by_id[keyword.id].keyword > 0  # its BM25 score for the rare term
-    assert by_id[near.id].keyword == 0  # found by meaning only
-    assert len(by_id) == len(hybrid)  # one entry per memory
+    assert by_keyword[0].memory.id == keyword.id  # both query terms, one of them rare
+    assert by_keyword[0].similarity == pytest.approx(cosine(vec(1), vec(5)), abs=1e-4)
+    assert by_keyword[0].keyword > by_keyword[1].keyword > 0  # its BM25 score for the rare term
+    by_id = {h.memory.id: h for h in by_keyword}
+    assert by_id[near.id].similarity == pytest.approx(1.0, abs=1e-4) and by_id[near.id].keyword > 0
+    assert set(by_id) == {near.id, keyword.id, *(m.id for m in others)}  # a limit of 3 still reads 50 deep
+    assert len(by_id) == len(by_keyword)  # one entry per memory
 
 
-async def test_hybrid_search_scores_a_memory_found_both_ways_with_both_scores(
+async def test_a_search_by_meaning_returns_each_hits_keyword_term_ids_and_none_for_a_memory_without_them(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    worded, wordless = make_memory("worded", tenant=acme), make_memory("wordless", tenant=acme)
+    await store.upsert(writer, [(worded, vec(1), terms(7, 8))])
+    await store.upsert(writer, [(wordless, vec(2))])
+
+    hits = await store.search(writer, ("user:1",), vec(1), 5, RecallFilter(now=NOW))
+
+    assert {h.memory.id: sorted(h.terms) for h in hits} == {worded.id: [7, 8], wordless.id: []}
+    assert all(h.keyword == 0 for h in hits)
+
+
+async def test_a_keyword_search_gives_a_match_close_by_meaning_both_scores_and_leaves_out_a_memory_without_the_term(
     store: VectorStore, writer: NamespaceScope, acme: str
 ) -> None:
     both = make_memory("close and matching", tenant=acme)
     other = make_memory("close only", tenant=acme)
-    await store.upsert(writer, [(both, vec(1), terms(7, 8)), (other, vec(2), terms(9))])
+    await store.upsert(writer, [(both, vec(1), terms(7, 8)), (other, vec(1), terms(9))])
 
     hits = await store.search(writer, ("user:1",), vec(1), 5, RecallFilter(now=NOW), sparse=terms(7))
 
-    by_id = {h.memory.id: h for h in hits}
-    assert by_id[both.id].similarity == pytest.approx(1.0, abs=1e-4) and by_id[both.id].keyword > 0
-    assert by_id[other.id].keyword == 0
-    assert len(hits) == 2
+    assert [h.memory.id for h in hits] == [both.id]
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-4) and hits[0].keyword > 0
+    assert sorted(hits[0].terms) == [7, 8]
 
 
 async def test_latest_in_session_is_the_newest_memory_of_that_session_and_namespace_only(
@@ -513,7 +525,7 @@ async def test_latest_in_session_skips_facts_extracted_from_events(
     assert latest is not None and latest.id == turn.id
 
 
-async def test_hybrid_search_keeps_every_filter_on_keyword_candidates(
+async def test_a_keyword_search_keeps_every_filter_on_its_candidates(
     store: VectorStore, writer: NamespaceScope, acme: str, globex: str
 ) -> None:
     live = make_memory("live", tenant=acme)
@@ -531,15 +543,20 @@ async def test_hybrid_search_keeps_every_filter_on_keyword_candidates(
     assert [h.memory.content for h in hits] == ["live"]
 
 
-async def test_a_memory_stored_without_a_keyword_vector_is_found_by_its_dense_vector_in_hybrid_search(
+async def test_a_memory_stored_without_a_keyword_vector_is_found_by_meaning_and_not_by_keywords(
     store: VectorStore, writer: NamespaceScope, acme: str
 ) -> None:
     memory = make_memory("dense only", tenant=acme)
+    worded = make_memory("with keywords", tenant=acme)
     await put(store, writer, memory, axis=2)
+    await store.upsert(writer, [(worded, vec(5), terms(99))])
 
-    [hit] = await store.search(writer, ("user:1",), vec(2), 5, RecallFilter(now=NOW), sparse=terms(99))
+    by_meaning = await store.search(writer, ("user:1",), vec(2), 5, RecallFilter(now=NOW))
+    by_keyword = await store.search(writer, ("user:1",), vec(2), 5, RecallFilter(now=NOW), sparse=terms(99))
 
-    assert (hit.memory, hit.similarity) == (memory, pytest.approx(1.0, abs=1e-4))
+    assert (by_meaning[0].memory, by_meaning[0].similarity) == (memory, pytest.approx(1.0, abs=1e-4))
+    assert by_meaning[0].terms == ()
+    assert [h.memory.id for h in by_keyword] == [worded.id]
 
 
 async def test_upserting_an_existing_id_replaces_its_content_and_both_vectors(
@@ -553,8 +570,10 @@ async def test_upserting_an_existing_id_replaces_its_content_and_both_vectors(
 
     [hit] = await store.search(writer, ("user:1",), vec(4), 5, RecallFilter(now=NOW))
     assert (hit.memory, hit.similarity) == (changed, pytest.approx(1.0, abs=1e-4))
-    by_keyword = await store.search(writer, ("user:1",), vec(6), 5, RecallFilter(now=NOW), sparse=terms(4))
-    assert [h.memory.id for h in by_keyword] == [memory.id]
+    [by_keyword] = await store.search(writer, ("user:1",), vec(6), 5, RecallFilter(now=NOW), sparse=terms(4))
+    assert (by_keyword.memory, by_keyword.similarity) == (changed, pytest.approx(cosine(vec(6), vec(4)), abs=1e-4))
+    assert by_keyword.terms == (4,)
+    assert await store.search(writer, ("user:1",), vec(6), 5, RecallFilter(now=NOW), sparse=terms(1)) == []
     assert len(await everything(store, acme)) == 1
 
 
@@ -994,15 +1013,15 @@ async def test_upserting_an_archived_memory_unarchived_puts_it_back_in_the_dense
     assert (hit.memory, hit.similarity) == (memory, pytest.approx(1.0, abs=1e-4))
 
 
-async def test_a_keyword_only_search_of_the_archive_scores_an_archived_memory_without_a_cosine(
+async def test_a_keyword_search_of_the_archive_scores_an_archived_memory_without_a_cosine_with_known_none_or_empty(
     store: VectorStore, writer: NamespaceScope, acme: str
 ) -> None:
     live = make_memory("live and matching", tenant=acme)
     gone = make_memory("archived and matching", tenant=acme)
     await store.upsert(writer, [(live, vec(1), terms(42)), (archived(gone), vec(1), terms(42))])
 
-    plain = await store.search(writer, ("user:1",), vec(1), 5, ARCHIVE, sparse=terms(42), by_meaning=False)
-    known = await store.search(writer, ("user:1",), vec(1), 5, ARCHIVE, sparse=terms(42), by_meaning=False, known={})
+    plain = await store.search(writer, ("user:1",), vec(1), 5, ARCHIVE, sparse=terms(42))
+    known = await store.search(writer, ("user:1",), vec(1), 5, ARCHIVE, sparse=terms(42), known={})
 
     for hits in (plain, known):
         by_id = {h.memory.id: h for h in hits}
@@ -1033,11 +1052,11 @@ async def test_an_archived_memory_of_another_tenant_never_appears_even_with_incl
     await store.upsert(theirs, [(gone, vec(3), terms(7))])
     await store.upsert(writer, [(make_memory("ours", tenant=acme), vec(3), terms(8))])
 
-    hits = await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE, sparse=terms(7))
-    keyword_only = await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE, sparse=terms(7), by_meaning=False)
+    by_meaning = await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE)
+    by_keyword = await store.search(writer, ("user:1",), vec(3), 5, ARCHIVE, sparse=terms(7))
 
-    assert [h.memory.content for h in hits] == ["ours"]  # by meaning only; the archived one is not theirs to see
-    assert keyword_only == []
+    assert [h.memory.content for h in by_meaning] == ["ours"]
+    assert by_keyword == []  # the archived one matches, but it is not theirs to see
     assert await store.get(writer, gone.id) is None
     assert await store.get(scope(acme, admin=True), gone.id) is None
     with pytest.raises(NamespaceForbidden):  # archiving is an update: never another tenant's memory
@@ -1203,32 +1222,32 @@ async def test_keyword_scores_over_named_namespaces_do_not_count_consolidated_me
     assert await keyword_score() < before  # an episode with the term does
 
 
-async def test_a_keyword_only_search_returns_just_the_keyword_matches_with_their_cosines(
+async def test_a_keyword_search_returns_just_the_keyword_matches_with_their_cosines(
     store: VectorStore, writer: NamespaceScope, acme: str
 ) -> None:
     near = make_memory("near by meaning", tenant=acme)
     keyword = make_memory("the rare keyword", tenant=acme)
     await store.upsert(writer, [(near, vec(1), terms(1)), (keyword, vec(5), terms(42))])
 
-    hits = await store.search(writer, ("user:1",), vec(1), 5, RecallFilter(now=NOW), sparse=terms(42), by_meaning=False)
+    hits = await store.search(writer, ("user:1",), vec(1), 5, RecallFilter(now=NOW), sparse=terms(42))
 
     assert [h.memory.id for h in hits] == [keyword.id]
     assert hits[0].keyword > 0
     assert hits[0].similarity == pytest.approx(cosine(vec(1), vec(5)), abs=1e-4)
 
 
-async def test_a_keyword_only_search_returns_the_hits_the_caller_holds_as_held_and_reads_only_the_new_ones(
+async def test_a_keyword_search_returns_the_hits_the_caller_holds_as_held_with_the_new_bm25_score_and_reads_the_others(
     store: VectorStore, writer: NamespaceScope, acme: str
 ) -> None:
     held = make_memory("held by the caller", tenant=acme)
     new = make_memory("not held yet", tenant=acme)
     await store.upsert(writer, [(held, vec(1), terms(42, 7)), (new, vec(5), terms(42))])
     flt = RecallFilter(now=NOW)
-    plain = await store.search(writer, ("user:1",), vec(1), 5, flt, sparse=terms(42), by_meaning=False)
+    plain = await store.search(writer, ("user:1",), vec(1), 5, flt, sparse=terms(42))
     copy = replace(held, content="the caller's own copy")  # what the store returns if it does not read it again
     known = {held.id: ScoredMemory(copy, 0.123, 9.9, (7, 42))}
 
-    hits = await store.search(writer, ("user:1",), vec(1), 5, flt, sparse=terms(42), by_meaning=False, known=known)
+    hits = await store.search(writer, ("user:1",), vec(1), 5, flt, sparse=terms(42), known=known)
 
     by_id = {h.memory.id: h for h in hits}
     fresh = {h.memory.id: h for h in plain}
