@@ -348,22 +348,47 @@ def ranked(*memories: Memory) -> list[RecallHit]:
     ]
 
 
-def extracted(content: str) -> Memory:
-    return make_memory(content, tenant="t", source=Source(subject="a", tool=EXTRACTED))
+def extracted(content: str, *, session: str | None = None, at: int = 0) -> Memory:
+    return make_memory(
+        content,
+        tenant="t",
+        at=START + timedelta(seconds=at),
+        session_id=session,
+        source=Source(subject="a", tool=EXTRACTED),
+    )
 
 
 def test_a_fact_extracted_from_a_turn_and_that_turn_take_one_place_whichever_ranks_first() -> None:
-    turn = memory("Melanie: I just got some new shoes for running!")
-    fact = extracted("Melanie just got some new shoes for running!")
-    other = memory("Melanie: We went camping at the beach last week.")
+    turn = memory("Melanie: I just got some new shoes for running!", session="s1", at=4)
+    fact = extracted("Melanie just got some new shoes for running!", session="s1", at=4)
+    other = memory("Melanie: We went camping at the beach last week.", session="s1", at=9)
 
     assert [h.memory.id for h in select_hits(ranked(turn, fact, other), 2, None)] == [turn.id, other.id]
     assert [h.memory.id for h in select_hits(ranked(fact, turn, other), 2, None)] == [fact.id, other.id]
 
 
 def test_a_fact_restating_a_turn_with_its_speaker_and_dates_resolved_still_takes_one_place() -> None:
-    turn = memory("帮我查一下北京到上海的航班，要明天上午的")
-    fact = extracted("用户请助手查北京到上海的航班，要明天（2026-12-03）上午的")
+    turn = memory("帮我查一下北京到上海的航班，要明天上午的", session="s1", at=4)
+    fact = extracted("用户请助手查北京到上海的航班，要明天（2026-12-03）上午的", session="s1", at=4)
+
+    assert [h.memory.id for h in select_hits(ranked(turn, fact), 5, None)] == [turn.id]
+    assert [h.memory.id for h in select_hits(ranked(fact, turn), 5, None)] == [fact.id]
+
+
+def test_a_fact_from_another_turn_never_leaves_out_a_turn_whose_words_it_shares() -> None:
+    # LoCoMo conv-26: the fact came from D2:3; the turn it shares "Caroline" and "research" with is D2:8, the
+    # evidence for "What did Caroline research?"
+    fact = extracted("Caroline is off to go do some research.", session="s2", at=3)
+    turn = memory("Caroline: Researching adoption agencies, it's been a dream to have a family.", session="s2", at=8)
+    elsewhere = memory("Caroline: Researching adoption agencies, it's been a dream to have a family.", at=3)
+
+    assert [h.memory.id for h in select_hits(ranked(fact, turn), 5, None)] == [fact.id, turn.id]
+    assert [h.memory.id for h in select_hits(ranked(fact, elsewhere), 5, None)] == [fact.id, elsewhere.id]
+
+
+def test_a_fact_whose_words_a_better_ranked_memory_holds_is_left_out_whatever_turn_it_came_from() -> None:
+    turn = memory("Caroline: Researching adoption agencies, it's been a dream to have a family.", session="s2", at=8)
+    fact = extracted("Caroline is off to go do some research.", session="s2", at=3)
 
     assert [h.memory.id for h in select_hits(ranked(turn, fact), 5, None)] == [turn.id]
 
