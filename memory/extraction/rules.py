@@ -23,7 +23,8 @@ For each user or assistant message (`system` events are skipped), sentence by se
      plans, never a pleasantry, advice, a question or talk about itself; a user's English sentence that leaves
      out its subject gets it ("Gonna continue my edu" -> "Caroline is gonna continue Caroline's edu"); and a
      user's English statement must stand on its own (`signals.stands_alone`: no fragment, no bracketed note alone,
-     about its speaker or someone or something named, and from a named speaker among people no "you" left);
+     no opening pronoun for something said before ("It really helps me reset."), about its speaker or someone or
+     something named, and from a named speaker among people no "you" left);
   6. the first (and, from the assistant, second) person is written out (`persons`);
   7. a sentence that opens with a pronoun ("It was so powerful.", "他...") is joined to the fact of the sentence
      before it, so the fact stands on its own.

@@ -85,6 +85,11 @@ NOT_ON_THEIR_OWN = [
     ("Jon", "Exploring new cities is always so much fun."),  # about nobody
     (None, "Exploring new cities is always so much fun."),
     ("Jon", "Wow, awesome news that you two are getting along!"),  # a fragment once the small talk is cut
+    ("Melanie", "It really helps me reset and recharge."),  # what helps is in the turn before
+    ("Maria", "They're always there for me and my family."),
+    ("Tim", "This is my book collection so far."),
+    ("Nate", "That's what I like to hear!"),
+    ("John", "He really taught me the importance of unconditional love and loyalty."),
 ]
 
 
@@ -106,6 +111,20 @@ def test_a_statement_about_its_speaker_or_someone_named_stands_on_its_own() -> N
         "Dancing always makes Jon feel alive.",
         "The user told you the user is vegetarian, remember that.",
         "Star Wars never gets old.",
+    ]
+
+
+def test_an_it_standing_for_the_clause_after_it_or_a_demonstrative_before_a_noun_still_stands_on_its_own() -> None:
+    said = [
+        ("e1", "Caroline", "It's great to see how far LGBTQ rights have come."),
+        ("e2", "Jon", "It takes courage to share my own story with strangers."),
+        ("e3", "Gina", "This hoodie isn't for sale, it's from my own collection."),
+    ]
+    facts = extract(*(event(i, "user_message", text, speaker=who) for i, who, text in said))
+    assert contents(facts) == [
+        "It's great to see how far LGBTQ rights have come.",
+        "It takes courage to share Jon's own story with strangers.",
+        "This hoodie isn't for sale, it's from Gina's own collection.",
     ]
 
 
