@@ -36,7 +36,7 @@ from bench.mcp_load import (
 )
 from gateway.runtime import Runtime, open_runtime
 from memory.requests import RecallRequest, WriteRequest
-from memory.stores.edge import scope_conditions
+from memory.stores.edge_filters import scope_conditions
 
 
 async def profile_stage(cfg: Config, results: Results, data_dir: Path, log: Path, profile_dir: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import builtins
 import fcntl
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -21,8 +20,7 @@ import anyio
 import anyio.to_thread
 import qdrant_edge as qe
 
-from memory.clock import to_timestamp
-from memory.errors import BackendUnavailable, NamespaceForbidden, StoreConfigMismatch
+from memory.errors import BackendUnavailable, NamespaceForbidden
 from memory.models import EXTRACTED, Memory, MemoryKind
 from memory.ports import ListQuery, NearestQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
 from memory.scope import NamespaceScope
@@ -32,7 +30,6 @@ from memory.stores.common import (
     IDF_LEAVES_OUT,
     SPARSE,
     check_writable,
-    checked_namespaces,
     idf_corpus,
     keyword_only_hits,
     prefetch_limit,
@@ -40,9 +37,9 @@ from memory.stores.common import (
     unpack,
     visible_namespaces,
 )
+from memory.stores.edge_filters import match_any, match_value, scope_conditions, search_filter
+from memory.stores.edge_shard import open_shard
 from memory.stores.payload import (
-    FLOAT_FIELDS,
-    KEYWORD_FIELDS,
     STATUS_ACTIVE,
     TENANT_FIELD,
     decode,
@@ -51,52 +48,8 @@ from memory.stores.payload import (
     to_payload,
 )
 
-META_FILE = "store.json"
 HASH_PAGE = 256  # memories read per engine call by `find_by_hashes`
 T = TypeVar("T")
-
-
-def _match(key: str, value: str) -> qe.FieldCondition:
-    return qe.FieldCondition(key, match=qe.MatchValue(value))
-
-
-def _match_any(key: str, values: Sequence[str]) -> qe.FieldCondition:
-    return qe.FieldCondition(key, match=qe.MatchAny(list(values)))
-
-
-def scope_conditions(scope: NamespaceScope, namespaces: Sequence[str]) -> list[Any]:
-    """The tenant and namespace conditions every query carries. `()` means the whole tenant (admin only)."""
-    conditions: list[Any] = [_match(TENANT_FIELD, scope.tenant)]
-    checked = checked_namespaces(scope, namespaces)
-    if checked:
-        conditions.append(_match_any("namespace", checked))
-    return conditions
-
-
-def _search_filter(in_scope: Sequence[Any], flt: RecallFilter) -> qe.Filter:
-    """What a search may return within its scope conditions: the statuses, kinds, tags, session, times and
-    attributes `flt` asks for, never a memory expired at `flt.now`."""
-    must: list[Any] = [
-        *in_scope,
-        _match_any("status", recallable_statuses(flt.include_superseded, flt.include_archived)),
-    ]
-    if flt.attributes:
-        must.append(_match_any("attributes", flt.attributes))
-    if flt.kinds:
-        must.append(_match_any("kind", [k.value for k in flt.kinds]))
-    if flt.tags:
-        must.append(_match_any("tags", flt.tags))
-    if flt.session_id is not None:
-        must.append(_match("session_id", flt.session_id))
-    if flt.since is not None or flt.until is not None:
-        must.append(
-            qe.FieldCondition(
-                "created_at",
-                range=qe.RangeFloat(gte=to_timestamp(flt.since), lte=to_timestamp(flt.until)),
-            )
-        )
-    expired = qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=flt.now.timestamp()))
-    return qe.Filter(must=must, must_not=[expired])
 
 
 class EdgeVectorStore:
@@ -123,61 +76,11 @@ class EdgeVectorStore:
             os.close(lock_fd)
             raise BackendUnavailable(f"vector store {path} is open in another process") from None
         try:
-            shard = cls._open_shard(path, model_id, dimension)
+            shard = open_shard(path, model_id, dimension)
         except BaseException:
             os.close(lock_fd)
             raise
         return cls(shard, lock_fd, path)
-
-    @staticmethod
-    def _open_shard(path: Path, model_id: str, dimension: int) -> Any:
-        meta_path = path / META_FILE
-        shard_dir = path / "shard"
-        if meta_path.exists():
-            meta = json.loads(meta_path.read_text())
-            if meta.get("embedding_model") != model_id or meta.get("dimension") != dimension:
-                raise StoreConfigMismatch(
-                    f"the store at {path} was built with {meta.get('embedding_model')} "
-                    f"({meta.get('dimension')}-d) but the configured embedder is {model_id} ({dimension}-d); "
-                    "use the same model or a new data directory"
-                )
-            shard = qe.EdgeShard.load(str(shard_dir))
-            EdgeVectorStore._create_indexes(shard, set(shard.info().payload_schema))  # a field added since
-            if meta.get("sparse_vector") != SPARSE:  # a store from before hybrid recall: add the keyword vector
-                shard.update(qe.UpdateOperation.create_sparse_vector(SPARSE, modifier=qe.Modifier.Idf))
-                shard.flush()
-                EdgeVectorStore._write_meta(meta_path, {**meta, "sparse_vector": SPARSE})
-            return shard
-        config = qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
-            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-        )
-        shard = qe.EdgeShard.create(str(shard_dir), config)
-        EdgeVectorStore._create_indexes(shard, set())
-        shard.flush()
-        meta = {"embedding_model": model_id, "dimension": dimension, "vector": DENSE, "sparse_vector": SPARSE}
-        EdgeVectorStore._write_meta(meta_path, meta)
-        return shard
-
-    @staticmethod
-    def _create_indexes(shard: Any, existing: set[str]) -> None:
-        if TENANT_FIELD not in existing:
-            shard.update(qe.UpdateOperation.create_field_index(TENANT_FIELD, qe.KeywordIndexParams(is_tenant=True)))
-        # Only the namespace filter benefits from extra HNSW links per value; building them for every other
-        # field doubled the index build at 100k memories (bench/FINDINGS.md) without speeding up search.
-        for field in KEYWORD_FIELDS:
-            if field not in existing:
-                params = qe.KeywordIndexParams(enable_hnsw=field == "namespace")
-                shard.update(qe.UpdateOperation.create_field_index(field, params))
-        for field in FLOAT_FIELDS:
-            if field not in existing:
-                shard.update(qe.UpdateOperation.create_field_index(field, qe.FloatIndexParams(enable_hnsw=False)))
-
-    @staticmethod
-    def _write_meta(meta_path: Path, meta: dict[str, Any]) -> None:
-        tmp = meta_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(meta))
-        os.replace(tmp, meta_path)
 
     async def close(self) -> None:
         if self._closed:
@@ -218,9 +121,9 @@ class EdgeVectorStore:
             self._dirty = True
 
     def _writable_filter(self, scope: NamespaceScope, *extra: Any) -> qe.Filter:
-        conditions: list[Any] = [_match(TENANT_FIELD, scope.tenant)]
+        conditions: list[Any] = [match_value(TENANT_FIELD, scope.tenant)]
         if not scope.admin:
-            conditions.append(_match_any("namespace", scope.writable))
+            conditions.append(match_any("namespace", scope.writable))
         return qe.Filter(must=[*conditions, *extra])
 
     async def update(self, scope: NamespaceScope, memory: Memory) -> None:
@@ -238,7 +141,7 @@ class EdgeVectorStore:
         writable = () if scope.admin else scope.writable
         if not writable and not scope.admin:
             return []
-        flt = qe.Filter(must=[*scope_conditions(scope, writable), _match("origin_id", origin_id)])
+        flt = qe.Filter(must=[*scope_conditions(scope, writable), match_value("origin_id", origin_id)])
         records, _ = await self._run(
             lambda: self._shard.scroll(qe.ScrollRequest(limit=1000, filter=flt, with_payload=True))
         )
@@ -299,9 +202,9 @@ class EdgeVectorStore:
         live_only: bool = True,
         now: datetime | None = None,
     ) -> Memory | None:
-        must = [*scope_conditions(scope, (namespace,)), _match("content_hash", content_hash)]
+        must = [*scope_conditions(scope, (namespace,)), match_value("content_hash", content_hash)]
         if live_only:
-            must.append(_match("status", STATUS_ACTIVE))
+            must.append(match_value("status", STATUS_ACTIVE))
         must_not: list[Any] = []
         if now is not None:
             must_not.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=now.timestamp())))
@@ -316,7 +219,7 @@ class EdgeVectorStore:
     ) -> builtins.list[Memory]:
         if not content_hashes:
             return []
-        must = [*scope_conditions(scope, (namespace,)), _match_any("content_hash", sorted(set(content_hashes)))]
+        must = [*scope_conditions(scope, (namespace,)), match_any("content_hash", sorted(set(content_hashes)))]
         must_not: list[Any] = []
         if now is not None:
             must_not.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=now.timestamp())))
@@ -344,7 +247,7 @@ class EdgeVectorStore:
         for query in queries:
             key = (query.namespaces, query.flt)
             if (query_filter := filters.get(key)) is None:
-                query_filter = filters[key] = _search_filter(scope_conditions(scope, query.namespaces), query.flt)
+                query_filter = filters[key] = search_filter(scope_conditions(scope, query.namespaces), query.flt)
             nearest = qe.Query.Nearest(list(query.vector), using=DENSE)
             requests.append(
                 qe.QueryRequest(
@@ -380,7 +283,7 @@ class EdgeVectorStore:
         known: Mapping[str, ScoredMemory] | None = None,
     ) -> list[ScoredMemory]:
         in_scope = scope_conditions(scope, namespaces)
-        query_filter = _search_filter(in_scope, flt)
+        query_filter = search_filter(in_scope, flt)
         if sparse is None or not sparse.indices:
             dense = qe.Query.Nearest(list(vector), using=DENSE)
             request = qe.QueryRequest(
@@ -405,7 +308,7 @@ class EdgeVectorStore:
         corpus = idf_corpus(in_scope, namespaces)
         if len(corpus) == 1 and self._tenants <= {scope.tenant}:
             return None
-        derived = _match(*IDF_LEAVES_OUT)
+        derived = match_value(*IDF_LEAVES_OUT)
         return qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=corpus, must_not=[derived])))
 
     async def _keyword_scores(
@@ -439,8 +342,8 @@ class EdgeVectorStore:
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         flt = qe.Filter(
-            must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)],
-            must_not=[_match("source.tool", EXTRACTED)],  # a fact extracted from events is not a turn to follow
+            must=[*scope_conditions(scope, (namespace,)), match_value("session_id", session_id)],
+            must_not=[match_value("source.tool", EXTRACTED)],  # a fact extracted from events is not a turn to follow
         )
         newest_first = qe.OrderBy("created_at", direction=qe.Direction.Desc)
         request = qe.ScrollRequest(limit=1, filter=flt, with_payload=True, order_by=newest_first)
@@ -450,9 +353,9 @@ class EdgeVectorStore:
     async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:
         must: list[Any] = scope_conditions(scope, query.namespaces)
         if query.kind is not None:
-            must.append(_match("kind", query.kind.value))
+            must.append(match_value("kind", query.kind.value))
         if not query.include_deleted:
-            must.append(_match("status", STATUS_ACTIVE))
+            must.append(match_value("status", STATUS_ACTIVE))
         request = qe.ScrollRequest(
             offset=query.after, limit=query.limit, filter=qe.Filter(must=must), with_payload=True
         )
@@ -465,9 +368,9 @@ class EdgeVectorStore:
         return int(await self._run(lambda: self._shard.count(qe.CountRequest(filter=flt, exact=True))))
 
     async def namespace_counts(self, scope: NamespaceScope, kind: MemoryKind | None = None) -> dict[str, int]:
-        must = [*scope_conditions(scope, ()), _match("status", STATUS_ACTIVE)]
+        must = [*scope_conditions(scope, ()), match_value("status", STATUS_ACTIVE)]
         if kind is not None:
-            must.append(_match("kind", kind.value))
+            must.append(match_value("kind", kind.value))
         request = qe.FacetRequest("namespace", limit=FACET_LIMIT, exact=True, filter=qe.Filter(must=must))
         response = await self._run(lambda: self._shard.facet(request))
         return {str(hit.value): int(hit.count) for hit in response.hits}

@@ -9,7 +9,9 @@ import pytest
 import qdrant_edge as qe
 
 from memory.ports import RecallFilter, SparseVector
-from memory.stores.edge import DENSE, META_FILE, SPARSE, EdgeVectorStore
+from memory.stores.common import DENSE, SPARSE
+from memory.stores.edge import EdgeVectorStore
+from memory.stores.edge_shard import META_FILE
 from memory.stores.payload import KEYWORD_FIELDS, TENANT_FIELD, to_payload
 from tests.memory.conftest import START, make_memory, scope
 
