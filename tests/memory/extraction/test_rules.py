@@ -114,17 +114,21 @@ def test_a_statement_about_its_speaker_or_someone_named_stands_on_its_own() -> N
     ]
 
 
-def test_an_it_standing_for_the_clause_after_it_or_a_demonstrative_before_a_noun_still_stands_on_its_own() -> None:
+def test_an_it_for_the_clause_after_it_or_before_whose_thing_it_is_or_a_demonstrative_before_a_noun_stays() -> None:
     said = [
         ("e1", "Caroline", "It's great to see how far LGBTQ rights have come."),
         ("e2", "Jon", "It takes courage to share my own story with strangers."),
         ("e3", "Gina", "This hoodie isn't for sale, it's from my own collection."),
+        ("e4", "Maria", "It is our anniversary today!"),  # "it" before whose thing it is
+        ("e5", "Tim", "It's Sarah's wedding on Saturday."),
     ]
     facts = extract(*(event(i, "user_message", text, speaker=who) for i, who, text in said))
     assert contents(facts) == [
         "It's great to see how far LGBTQ rights have come.",
         "It takes courage to share Jon's own story with strangers.",
         "This hoodie isn't for sale, it's from Gina's own collection.",
+        "It is Maria's anniversary today (2026-12-02)!",
+        "It's Sarah's wedding on Saturday (2026-12-05).",
     ]
 
 
