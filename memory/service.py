@@ -143,7 +143,6 @@ class MemoryService:
         limit = max(top_k * CANDIDATE_FACTOR, self.limits.recall_candidates)
         weights = self.weights_for(scope.tenant)
         candidates = await searched(self.store, scope, namespaces, vector, sparse, limit, wide, weights, analysis.cues)
-
         hits = await scored_hits(self.store, scope, candidates, namespaces, flt, weights, analysis.cues)
         chosen = select_hits(hits, top_k, request.token_budget)
         await self.access.record(scope, [h.memory.id for h in chosen])
