@@ -10,6 +10,7 @@ gateway's error code (`scope_forbidden`, `unauthenticated`, ...) and its message
 from __future__ import annotations
 
 import errno
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -65,13 +66,25 @@ def http_client(token: str, **kwargs: Any) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(headers=headers, event_hooks={"response": [_record_status]}, **kwargs)
 
 
+def tool_error(result: CallToolResult) -> tuple[str, str]:
+    """The code and message of a tool error, read from its text: the gateway's compact JSON
+    `{"error":{"code":...,"message":...,"retryable":...}}` (a tool error has no structured content); any other
+    text is the message, under the code `tool_error`."""
+    text = " ".join(getattr(part, "text", "") for part in result.content).strip()
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):  # not JSON, or JSON but not an object
+        error = None
+    if not isinstance(error, dict):
+        return "tool_error", text
+    return str(error.get("code") or "tool_error"), str(error.get("message") or text)
+
+
 def tool_body(tool: str, result: CallToolResult) -> dict[str, Any]:
     """The structured content of a tool's answer; a tool error raises `ToolFailed` with the gateway's code."""
     body: dict[str, Any] | None = result.structured_content
     if result.is_error or body is None:
-        error = (body or {}).get("error") or {}
-        text = " ".join(getattr(part, "text", "") for part in result.content).strip()
-        raise ToolFailed(tool, str(error.get("code", "tool_error")), str(error.get("message") or text))
+        raise ToolFailed(tool, *tool_error(result))
     return body
 
 

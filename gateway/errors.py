@@ -3,8 +3,10 @@
 Every error has a stable `code` (DESIGN §5) and one row in `ERRORS`: its HTTP status, its JSON-RPC error
 code, whether a retry may succeed, and, for 401/403, the RFC 6750 `error` of the `WWW-Authenticate` challenge.
 
-- A tool that fails answers a tool error (`ToolFailure.to_result`): HTTP 200, and structured content
-  `{"error": {"code", "message", "retryable"}}`.
+- A tool that fails answers a tool error (`ToolFailure.to_result`): HTTP 200, `isError: true` and one text
+  content, the compact JSON `{"error":{"code":...,"message":...,"retryable":...}}`, and no structured content:
+  clients (the TypeScript SDK, so MCP Inspector) validate structured content against the tool's output schema
+  even on an error, and an error object never matches it.
 - A request refused before any tool runs (no or bad token, no memory scope, body too large, rate limited,
   gateway not ready or limiter backend down, a method `/mcp` does not take, and the debug views' refusals)
   answers `rejection(...)`: the row's HTTP status, `WWW-Authenticate` (401, 403), `Retry-After` (429, 503) and
@@ -83,12 +85,9 @@ class ToolFailure:
         return error_kind(self.code).retryable
 
     def to_result(self) -> CallToolResult:
+        """The tool error: our error as compact JSON text, without structured content (see the module docstring)."""
         body = {"error": {"code": self.code, "message": self.message, "retryable": self.retryable}}
-        return CallToolResult(
-            content=[TextContent(type="text", text=json_text(body))],
-            structured_content=body,
-            is_error=True,
-        )
+        return CallToolResult(content=[TextContent(type="text", text=json_text(body))], is_error=True)
 
 
 def json_text(body: object) -> str:
@@ -97,11 +96,12 @@ def json_text(body: object) -> str:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
-def ok_result(body: dict[str, Any], *, replayed: bool = False) -> CallToolResult:
-    """A successful tool result: structured content plus the same JSON as text. A replayed idempotent answer
-    carries `_meta` {"hindsight/replayed": true} and the very same content as the first answer."""
+def ok_result(body: dict[str, Any], *, replayed: bool = False, text: str | None = None) -> CallToolResult:
+    """A successful tool result: structured content plus, as text, `text` when the tool wrote one for the model
+    (a recall's lines) or else the same JSON. A replayed idempotent answer carries `_meta`
+    {"hindsight/replayed": true} and the very same content as the first answer."""
     return CallToolResult(
-        content=[TextContent(type="text", text=json_text(body))],
+        content=[TextContent(type="text", text=json_text(body) if text is None else text)],
         structured_content=body,
         meta={REPLAY_META: True} if replayed else None,
     )

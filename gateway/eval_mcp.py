@@ -20,6 +20,7 @@ from typing import Any
 from mcp import Client
 from mcp_types import CallToolResult
 
+from gateway.cli_errors import tool_error
 from memory.evaluation.formats import TurnFormat
 from memory.evaluation.locomo import Conversation
 from memory.evaluation.results import (
@@ -67,8 +68,8 @@ class McpEvaluation:
         result: CallToolResult = await self.client.call_tool(tool, arguments)
         body: dict[str, Any] | None = result.structured_content
         if result.is_error or body is None:
-            error = (body or {}).get("error", {})
-            raise EvaluationFailed(f"{tool}: {error.get('code', 'error')}: {error.get('message', result.content)}")
+            code, message = tool_error(result)  # a tool error's code and message are in its text
+            raise EvaluationFailed(f"{tool}: {code}: {message}")
         return body
 
     def namespace(self, fmt: TurnFormat, conversation: Conversation) -> str:

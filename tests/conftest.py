@@ -15,7 +15,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, TextContent
 from starlette.applications import Starlette
 
 from gateway.app import create_app
@@ -113,18 +113,34 @@ async def mcp_session(app: Starlette, token: str) -> AsyncIterator[Client]:
 
 
 def data(result: CallToolResult) -> dict[str, Any]:
-    """The structured result of a successful call (fails the test on a tool error)."""
+    """The structured result of a successful call (fails the test on a tool error). Its text is the same JSON,
+    except where a tool writes lines for the model instead (a recall: `text_of`)."""
     assert not result.is_error, result.content
     assert result.structured_content is not None
-    assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+    text = text_of(result)
+    if text.startswith("{"):
+        assert json.loads(text) == result.structured_content
     return result.structured_content
 
 
-def error_code(result: CallToolResult) -> str:
+def text_of(result: CallToolResult) -> str:
+    """The text content of a result: what an MCP host hands its model."""
+    [content] = result.content
+    assert isinstance(content, TextContent), content
+    return content.text
+
+
+def tool_error(result: CallToolResult) -> dict[str, Any]:
+    """The gateway's error object of a tool error, `{"code", "message", "retryable"}`, parsed from its text: a
+    tool error carries no structured content (clients validate that against the tool's output schema)."""
     assert result.is_error, result.structured_content
-    assert result.structured_content is not None
-    code: str = result.structured_content["error"]["code"]
-    return code
+    assert result.structured_content is None, result.structured_content
+    error: dict[str, Any] = json.loads(result.content[0].text)["error"]  # type: ignore[union-attr]
+    return error
+
+
+def error_code(result: CallToolResult) -> str:
+    return str(tool_error(result)["code"])
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from gateway.app import create_app
-from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running
+from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running, tool_error
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -36,8 +36,7 @@ async def test_redis_outage_is_survived_and_recovered(
                     recall = await client.call_tool("recall_memory", {"query": "anything"})
                 assert error_code(state) == "backend_unavailable"
                 assert error_code(write) == "backend_unavailable"
-                assert state.structured_content is not None
-                assert state.structured_content["error"]["retryable"] is True
+                assert tool_error(state)["retryable"] is True
                 assert not recall.is_error  # the vector store is up: recall keeps working
             else:
                 refused = await http.post(

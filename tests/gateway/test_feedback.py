@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 from gateway.app import create_app
 from gateway.errors import REPLAY_META
 from memory.clock import ManualClock
-from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running
+from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running, tool_error
 
 pytestmark = pytest.mark.anyio
 
@@ -116,7 +116,7 @@ async def test_an_id_the_token_cannot_read_answers_not_found_and_records_nothing
     samples = await scrape(app)
 
     assert [error_code(r) for r in (other_namespace, other_tenant_id, unknown)] == ["not_found"] * 3
-    assert theirs not in str(other_tenant_id.structured_content)  # nothing about the other namespace's ids
+    assert theirs not in str(tool_error(other_tenant_id))  # nothing about the other namespace's ids
     assert counts == {mine: 0} and their_counts == {theirs: 0}  # no bump, not even of the readable id
     assert sample(samples, "hindsight_recall_feedback_total", used="true") == 0.0
     assert sample(samples, "hindsight_recall_feedback_total", used="false") == 0.0
@@ -140,7 +140,7 @@ async def test_a_malformed_report_is_an_invalid_argument_naming_what_is_wrong(
     async with mcp_session(app, mint()) as client:
         result = await client.call_tool("feedback", arguments)
     assert error_code(result) == "invalid_argument"
-    assert says in result.structured_content["error"]["message"]
+    assert says in tool_error(result)["message"]
 
 
 async def test_a_retry_with_the_same_request_id_is_replayed_and_counts_once(app: Starlette, mint: Mint) -> None:

@@ -8,7 +8,7 @@ import json
 import pytest
 from starlette.applications import Starlette
 
-from tests.conftest import Mint, data, error_code, mcp_session
+from tests.conftest import Mint, data, error_code, mcp_session, tool_error
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +41,7 @@ async def test_outsiders_cannot_see_list_forget_or_restore_a_memory(
     assert error_code(forget) == "not_found"
     assert error_code(restore) == "not_found"
     for result in (forget, restore):
-        assert "PINEAPPLE" not in json.dumps(result.structured_content)
+        assert "PINEAPPLE" not in json.dumps(tool_error(result))
     async with mcp_session(app, mint(tenant="acme")) as owner:
         still = data(await owner.call_tool("recall_memory", {"query": "launch code"}))
     assert [m["id"] for m in still["memories"]] == [memory_id]
@@ -58,7 +58,7 @@ async def test_asking_for_a_namespace_that_is_not_granted_is_an_error(app: Starl
         )
     for result in (recall, listing, write, turn):
         assert error_code(result) == "namespace_forbidden"
-        assert "PINEAPPLE" not in json.dumps(result.structured_content)
+        assert "PINEAPPLE" not in json.dumps(tool_error(result))
 
 
 async def test_a_read_grant_allows_recall_but_not_forget(app: Starlette, mint: Mint) -> None:

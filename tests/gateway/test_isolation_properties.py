@@ -460,9 +460,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
             async def unknown_id_answer() -> dict[str, Any]:
                 async with mcp_session(app, token) as client:
                     result = await client.call_tool("forget_memory", {"id": str(uuid.uuid4())})
-                assert result.is_error
-                assert result.structured_content is not None
-                return dict(result.structured_content)
+                return error_body(result)
 
             body = portal.call(unknown_id_answer)
             assert body["error"]["code"] == "not_found"
@@ -486,10 +484,15 @@ def ok(result: CallToolResult) -> dict[str, Any]:
     return dict(result.structured_content)
 
 
-def code(result: CallToolResult) -> str:
+def error_body(result: CallToolResult) -> dict[str, Any]:
+    """A tool error's answer, `{"error": {...}}`, parsed from its text (a tool error has no structured content)."""
     assert result.is_error, result.structured_content
-    assert result.structured_content is not None
-    return str(result.structured_content["error"]["code"])
+    assert result.structured_content is None, result.structured_content
+    return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
+
+
+def code(result: CallToolResult) -> str:
+    return str(error_body(result)["error"]["code"])
 
 
 class Runner:
@@ -517,7 +520,7 @@ class Runner:
             assert audit["tenant"] == agent.tenant, audit
             logged = json.dumps(audit)
             assert not [m for m in every_marker if m in logged], f"audit event carries content: {audit}"
-        assert result.structured_content is not None, (tool, result.content)
+        assert (result.structured_content is None) == bool(result.is_error), (tool, result.content)
         text = json.dumps(result.structured_content) + "".join(getattr(part, "text", "") for part in result.content)
         echoed = json.dumps(arguments) + sent  # what the caller sent may come back (e.g. a state it wrote)
         leaked = [m for m in self.world.foreign_markers(agent) if m in text and m not in echoed]
@@ -819,7 +822,7 @@ class Runner:
         mem = self.world.mems.get(arguments["id"].lower())
         if mem is None or not self.world.visible(agent, mem):
             # indistinguishable from an id that never existed
-            assert result.structured_content == self.unknown_id_answer(agent, result), (agent.spec, tool, arguments)
+            assert error_body(result) == self.unknown_id_answer(agent, result), (agent.spec, tool, arguments)
             return False
         if not agent.can_write(mem.tenant, mem.namespace):
             assert code(result) == "namespace_forbidden"
@@ -1028,6 +1031,5 @@ async def test_a_shared_copy_does_not_reveal_its_private_origin(app: Starlette, 
         listed = data(await client.call_tool("list_memories", {}))
         forget = await client.call_tool("forget_memory", {"id": origin["id"]})
     assert [m["namespace"] for m in listed["memories"]] == ["shared:team"]
-    assert forget.structured_content is not None
-    assert forget.structured_content["error"]["code"] == "not_found"  # bob may not touch or see the origin...
+    assert code(forget) == "not_found"  # bob may not touch or see the origin...
     assert origin["id"] not in json.dumps([recalled, listed])  # ...so he should not learn its id either

@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 
 from memory.clock import ManualClock
 from memory.scoring import ScoringWeights
-from tests.conftest import Mint, data, error_code, mcp_session
+from tests.conftest import Mint, data, error_code, mcp_session, tool_error
 
 pytestmark = pytest.mark.anyio
 
@@ -159,8 +159,7 @@ async def test_bad_write_input_is_invalid_argument_and_writes_nothing(
         result = await client.call_tool("write_memory", args)
         listed = data(await client.call_tool("list_memories", {"include_deleted": True}))
     assert error_code(result) == "invalid_argument"
-    assert result.structured_content is not None
-    assert mentions in result.structured_content["error"]["message"]
+    assert mentions in tool_error(result)["message"]
     assert listed["memories"] == []
 
 
@@ -169,8 +168,7 @@ async def test_recall_rejects_top_k_out_of_range(app: Starlette, mint: Mint, top
     async with mcp_session(app, mint()) as client:
         result = await client.call_tool("recall_memory", {"query": "anything", "top_k": top_k})
     assert error_code(result) == "invalid_argument"
-    assert result.structured_content is not None
-    assert "top_k" in result.structured_content["error"]["message"]
+    assert "top_k" in tool_error(result)["message"]
 
 
 async def test_bad_ids_and_cursors_are_invalid_argument(app: Starlette, mint: Mint) -> None:

@@ -3,10 +3,13 @@ headers and a JSON-RPC 2.0 error whose `data` carries our error code, so the off
 `MCPError` that says `rate_limited` and when to retry. Checked with the SDK's `Client` and with raw HTTP.
 
 The 403 here is the HTTP-level one (a token without any `memory:*` scope); a token lacking the scope one tool
-needs gets the `scope_forbidden` tool error instead (tests/gateway/test_auth.py)."""
+needs gets the `scope_forbidden` tool error instead (tests/gateway/test_auth.py). For contrast, the same client's
+success and tool errors (a result with `is_error`, our error as text, no structured content) are checked too."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,7 @@ from starlette.applications import Starlette
 from gateway.app import create_app
 from memory.clock import ManualClock
 from ops.config import Settings, TenantLimits
-from tests.conftest import BASE_URL, Mint, make_settings, mcp_session, running
+from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running, tool_error
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -355,6 +358,33 @@ async def test_with_the_rate_limiter_down_and_failing_closed_calls_get_503_and_t
     assert response.status_code == 503
     assert response.headers["retry-after"] == "5"
     assert response.json() == refusal(-32011, "backend_unavailable", message, request_id="w", retry_after=5)
+
+
+# --- not a refusal: a success and a tool error, with the same SDK client -------------------------------------
+
+
+async def test_the_sdk_client_validates_a_success_and_gets_tool_errors_as_text_without_structured_content(
+    app: Starlette, mint: Mint
+) -> None:
+    """A tool that fails answers a result, not a JSON-RPC error: `is_error`, our error as compact JSON text, and
+    no structured content, which clients check against the tool's output schema (the TypeScript SDK even on an
+    error: tests/gateway/test_typescript_client.py)."""
+    async with mcp_session(app, mint()) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}  # caches the output schemas
+        written = data(await session.call_tool("write_memory", {"content": "The user's favourite editor is Helix"}))
+        recalled = data(await session.call_tool("recall_memory", {"query": "which editor does the user like?"}))
+        invalid = await session.call_tool("write_memory", {"content": "The user drinks tea", "importance": "high"})
+        missing = await session.call_tool("forget_memory", {"id": str(uuid.uuid4())})
+    assert tools["write_memory"].output_schema is not None and tools["forget_memory"].output_schema is not None
+    assert written["status"] == "created"
+    assert [hit["id"] for hit in recalled["memories"]] == [written["id"]]
+    for result, code in ((invalid, "invalid_argument"), (missing, "not_found")):
+        error = tool_error(result)  # is_error, and no structured content
+        assert error["code"] == code and error["retryable"] is False
+        assert [part.type for part in result.content] == ["text"]
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert text == json.dumps({"error": error}, ensure_ascii=False, separators=(",", ":"))
+        assert text.startswith(f'{{"error":{{"code":"{code}","message":')
 
 
 # --- the same shape elsewhere -------------------------------------------------------------------------------
