@@ -33,7 +33,7 @@ from memory.validation import (
 from memory.values import check_text
 from tenancy import SCOPE_ADMIN, Principal
 
-AdminNamespace = Annotated[str, Field(description="The namespace to act on, e.g. 'user:42'.")]
+AdminNamespace = str  # the namespace to act on, e.g. 'user:42' (docs/TOOLS.md: arguments described by name alone)
 MAX_REASON_CHARS = 500
 
 
@@ -113,11 +113,11 @@ def register_admin_tools(server: MCPServer) -> None:
     @server.tool(annotations=admin_only, meta=ADMIN)
     async def export_memories(
         namespace: AdminNamespace,
-        limit: Annotated[int | None, Field(description="Records per page (default 50).")] = None,
-        cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> ExportAnswer:
-        """Admin: export one namespace's memories (content, metadata, provenance, forgotten and archived ones
-        too) as JSON records, a page at a time. Each record is one JSONL line for import_memories."""
+        """Admin: export a namespace's memories (forgotten and archived too) as records for import_memories, a
+        page at a time."""
         call = current_call()
         page = await call.runtime.memories.list(
             call.scope, ListRequest(namespace=namespace, include_deleted=True, limit=limit, cursor=cursor)
@@ -127,11 +127,10 @@ def register_admin_tools(server: MCPServer) -> None:
     @server.tool(annotations=destructive, meta=ADMIN)
     async def import_memories(
         namespace: AdminNamespace,
-        records: Annotated[list[dict[str, Any]], Field(description="Exported records.")],
-        request_id: Annotated[str | None, Field(description="Client-chosen id of this import call.")] = None,
+        records: Annotated[list[dict[str, Any]], Field(description="From export_memories.")],
+        request_id: str | None = None,
     ) -> ImportAnswer:
-        """Admin: import exported records into a namespace, re-embedding them with the current model.
-        Records identical to a stored memory are skipped, so an import can be repeated safely."""
+        """Admin: import export_memories records into a namespace, re-embedded; repeats are skipped."""
         call = current_call()
         return await import_records(call.runtime, call.principal, call.scope, namespace, records)
 
@@ -139,11 +138,10 @@ def register_admin_tools(server: MCPServer) -> None:
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False), meta=ADMIN
     )
     async def consolidate(
-        namespace: Annotated[str | None, Field(description="One namespace; omit for every namespace.")] = None,
-        request_id: Annotated[str | None, Field(description="Client-chosen id of this call.")] = None,
+        namespace: Annotated[str | None, Field(description="Omit for all.")] = None,
+        request_id: str | None = None,
     ) -> ConsolidateAnswer:
-        """Admin: consolidate related episodic memories into semantic memories (facts and preferences) that
-        link to their sources. Runs on a schedule too; call it to do it now."""
+        """Admin: merge related episodic memories into semantic ones now (it also runs on a schedule)."""
         call = current_call()
         store = call.runtime.store
         targets = [validate_namespace(namespace)] if namespace else sorted(await store.namespace_counts(call.scope))
@@ -159,11 +157,10 @@ def register_admin_tools(server: MCPServer) -> None:
     @server.tool(annotations=destructive, meta=ADMIN)
     async def purge_namespace(
         namespace: AdminNamespace,
-        confirm: Annotated[str, Field(description="Repeat the namespace name to confirm the hard delete.")],
-        request_id: Annotated[str | None, Field(description="Client-chosen id of this call.")] = None,
+        confirm: Annotated[str, Field(description="The namespace again.")],
+        request_id: str | None = None,
     ) -> PurgeAnswer:
-        """Admin: permanently delete every memory of a namespace, and its sessions' events. This cannot be
-        undone."""
+        """Admin: permanently delete a namespace's memories and its sessions' events. Irreversible."""
         if confirm != namespace:
             raise InvalidArgument("confirm must repeat the namespace name exactly")
         call = current_call()

@@ -64,23 +64,38 @@ class ScoreParts(TypedDict):
     ]
 
 
-class Hit(TypedDict):
-    """One recalled memory. The fields of `Record` other than these five appear with `detail: "full"`."""
+class Cited(TypedDict):
+    """What a recall says of each memory it returns, in both formats."""
 
     id: str
     namespace: str
-    content: str
     when: Annotated[Instant, Field(description="When it happened or was said (occurred_at, else when written).")]
-    score: float
+    score: Annotated[float, Field(description="What the memories are ranked by (to three decimals).")]
     via: NotRequired[Annotated[str, Field(description="The superseded memory the query matched; this replaced it.")]]
     passed_plan: NotRequired[Annotated[bool, Field(description="A plan whose day has passed: history.")]]
     archived: NotRequired[
         Annotated[bool, Field(description="From the archive (include_archived); restore_memory brings it back.")]
     ]
+    truncated: NotRequired[
+        Annotated[bool, Field(description="The text shows only its start: it alone exceeds token_budget.")]
+    ]
     source_event_ids: NotRequired[
         Annotated[list[str], Field(description="Extracted from these events of its session (list_events).")]
     ]
     scores: NotRequired[ScoreParts]
+
+
+class Citation(Cited):
+    """A memory the context block cites as [ref] (`format: "context"`); its content is in the block."""
+
+    ref: Annotated[int, Field(description="The n of its [n] in the context block.")]
+
+
+class Hit(Cited):
+    """One recalled memory (`format: "memories"`). The fields of `Record` other than its own appear with
+    `detail: "full"`."""
+
+    content: str
     kind: NotRequired[Kind]
     importance: NotRequired[float]
     tags: NotRequired[list[str]]
@@ -103,21 +118,23 @@ class Hit(TypedDict):
 
 
 class RecallAnswer(TypedDict):
-    """Both formats of `recall_memory` in one object (an `outputSchema` must be one): `context` is there exactly
-    with `format: "context"` (then `omitted` always is, and `memories` holds exactly the memories it cites)."""
+    """Both formats of `recall_memory` in one object (an `outputSchema` must be one). `format: "memories"`:
+    `memories`, in the order the text shows them (`[n]` is the n-th), and `omitted` with a `token_budget`.
+    `format: "context"`: `context` (the text the model reads), `citations` and `omitted`."""
 
-    memories: list[Hit]
-    omitted: NotRequired[
-        Annotated[int, Field(description="Hits left out to keep the whole answer within token_budget.")]
-    ]
+    memories: NotRequired[list[Hit]]
     context: NotRequired[
         Annotated[
             str,
             Field(
-                description="format 'context': a prompt-ready text block: the session's state and recent turns "
-                "when session_id is given, then one line per memory: [id] day (namespace, when several) content."
+                description="format 'context': the prompt-ready text: the session's state and recent turns when "
+                "session_id is given, then the memories, [n] score content, under a header per day."
             ),
         ]
+    ]
+    citations: NotRequired[list[Citation]]
+    omitted: NotRequired[
+        Annotated[int, Field(description="Recalled memories left out to keep the text within token_budget.")]
     ]
 
 

@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal, TypeVar, cast
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from gateway.batch_answers import BatchWriteAnswer, ItemAnswer
 from gateway.errors import failure_from_exception
@@ -57,38 +57,38 @@ class WriteItem(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    content: str = Field(description="The fact, event, decision or preference, as one statement.")
-    namespace: str | None = Field(None, description="This item's namespace; omit for the batch's namespace.")
-    kind: Literal["episodic", "semantic"] = Field("episodic", description="episodic or semantic, as write_memory.")
-    importance: float | None = Field(None, description="0..1; how much this matters later.")
-    tags: list[str] | None = Field(None, description="Short labels to filter by later.")
-    ttl_seconds: int | None = Field(None, description="Forget automatically after this many seconds.")
-    session_id: str | None = Field(None, description="Session the memory came from.")
-    occurred_at: str | None = Field(None, description="ISO 8601 time it happened (imported history).")
-    share_to: list[str] | None = Field(None, description="Also write a linked copy to these shared namespaces.")
-    metadata: dict[str, Any] | None = Field(None, description="JSON object stored as is ('speaker': who said it).")
-    force: bool = Field(False, description="Store it as a new memory whatever it repeats; change no other memory.")
-    request_id: str | None = Field(
-        None, description="This item's write_memory request id: a retry of the batch (or of this item) replays it."
-    )
+    # as write_memory's arguments (described there, and in docs/TOOLS.md); namespace: the batch's when omitted
+    content: str
+    namespace: str | None = None
+    kind: Literal["episodic", "semantic"] = "episodic"
+    importance: float | None = None
+    tags: list[str] | None = None
+    ttl_seconds: int | None = None
+    session_id: str | None = None
+    occurred_at: str | None = None
+    share_to: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    force: bool = False
+    request_id: str | None = None  # a write_memory request id: a retry of the batch or of the item replays it
+
+
+# What write_memories publishes of its items: objects with write_memory's arguments, said in a few words rather
+# than repeating write_memory's schema (some 185 tokens in every agent's context, issue #30); `WriteItem` still
+# checks each item as strictly as write_memory checks its arguments.
+ITEMS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "object", "required": ["content"]},
+    "description": "Each: write_memory's arguments but explain.",
+}
 
 
 def register_batch_tools(server: MCPServer) -> None:
     @server.tool(annotations=WRITES, meta={PER_ITEM_IDEMPOTENCY_META: True})
     async def write_memories(
-        items: Annotated[
-            list[WriteItem],
-            Field(description="The statements, in order; each takes write_memory's arguments except explain."),
-        ],
-        namespace: Annotated[
-            str | None,
-            Field(description="Namespace of the items that name none; omit for the token's default write namespace."),
-        ] = None,
+        items: Annotated[list[WriteItem], WithJsonSchema(ITEMS_SCHEMA)],
+        namespace: str | None = None,
     ) -> BatchWriteAnswer:
-        """Save many memories in one call, e.g. when importing earlier conversations: each item is written as
-        write_memory would write it, in order, and answered on its own (its id, or its error; the other items
-        are still written). Give each item a request_id so that a retry of the batch writes only what is
-        missing."""
+        """Write many memories in one call (importing history), each as write_memory would."""
         return await write_items(current_call(), items, namespace)
 
 

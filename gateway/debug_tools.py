@@ -31,12 +31,12 @@ class RecallLogAnswer(TypedDict):
 def register_debug_tools(server: MCPServer) -> None:
     @server.tool(annotations=READ_ONLY, meta=ADMIN)
     async def recall_log(
-        limit: Annotated[int | None, Field(description="How many entries (default 50).")] = None,
-        session_id: Annotated[str | None, Field(description="Only recalls made with this session_id.")] = None,
-        subject: Annotated[str | None, Field(description="Only recalls by this subject (agent).")] = None,
+        limit: int | None = None,
+        session_id: str | None = None,
+        subject: str | None = None,
     ) -> RecallLogAnswer:
-        """Admin: this tenant's logged recalls, newest first: each one's query, arguments, and the memories it
-        returned with the parts of their scores. Only tenants listed in HINDSIGHT_RECALL_LOG_TENANTS are logged."""
+        """Admin: this tenant's logged recalls, newest first, with their scored results (logged tenants
+        only)."""
         call = current_call()
         runtime = call.runtime
         size = check_limit(limit if limit is not None else 50, runtime.memories.limits)
@@ -51,10 +51,10 @@ def register_debug_tools(server: MCPServer) -> None:
 
     @server.tool(annotations=READ_ONLY, meta=ADMIN)
     async def debug_session(
-        session_id: Annotated[str, Field(description="The session to inspect.")],
-        namespace: Annotated[str, Field(description="Namespace of the session.")],
+        session_id: str,
+        namespace: str,
     ) -> SessionDebugAnswer:
-        """Admin: everything about one session: its record, its events, its working memory, the memories
-        extracted from it and the logged recalls made in it, with their scores."""
+        """Admin: all about one session: its record, events, working memory, extracted memories and
+        recalls."""
         call = current_call()
         return await session_debug(call.runtime, call.scope, session_id, namespace)

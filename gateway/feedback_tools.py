@@ -16,13 +16,12 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from gateway.tool_support import current_call
-from memory.feedback_use import MAX_FEEDBACK_IDS, record_use
+from memory.feedback_use import record_use
 
 if TYPE_CHECKING:
     from gateway.mcp_server import GatewayMCPServer
 
 REPORTS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-MemoryId = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class FeedbackAnswer(TypedDict):
@@ -35,28 +34,11 @@ def register_feedback_tools(server: GatewayMCPServer) -> None:
 
     @server.tool(annotations=REPORTS)
     async def feedback(
-        used: Annotated[
-            list[MemoryId] | None,
-            Field(
-                max_length=MAX_FEEDBACK_IDS,
-                description="Ids of recalled memories you used in your answer; they are recalled more readily later.",
-            ),
-        ] = None,
-        unused: Annotated[
-            list[MemoryId] | None,
-            Field(max_length=MAX_FEEDBACK_IDS, description="Ids of recalled memories you did not use."),
-        ] = None,
-        request_id: Annotated[
-            str | None,
-            Field(
-                description="Client-chosen id for this report (letters, digits, ':_.@-'): a retry with the same id "
-                "counts once."
-            ),
-        ] = None,
+        used: list[str] | None = None,  # ids; the engine checks them (memory.feedback_use)
+        unused: list[str] | None = None,
+        request_id: str | None = None,
     ) -> FeedbackAnswer:
-        """After answering with memories from recall_memory, say which of them you used and which you did not
-        (ids from the recall). Used memories rank higher in later recalls; the counts show whether recall finds
-        what agents need. Pass a request_id so a retry counts once."""
+        """After answering, say which recalled memories (ids) you used and which not."""
         call = current_call()
         outcome = await record_use(call.runtime.memories, call.scope, used, unused)
         metrics.count_feedback(len(outcome.used), len(outcome.unused), call.principal.tenant)

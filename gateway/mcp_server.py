@@ -25,10 +25,11 @@ from memory.validation import EngineLimits
 from ops.version import VERSION
 from tenancy import AuthenticationFailed
 
-INSTRUCTIONS = (
+INSTRUCTIONS = (  # also what every tool's namespace and request_id mean: said here once, not in each tool
     "Long-term memory for this agent. Call recall_memory before answering when earlier conversations, user "
     "preferences or past decisions could matter; call write_memory for durable facts, decisions and "
-    "preferences worth keeping. Your token decides which namespaces you can read and write (see whoami)."
+    "preferences worth keeping. Your token decides which namespaces you can read and write (see whoami); leave "
+    "namespace out for its default. A request_id is an idempotency key: a retry with the same one is done once."
 )
 
 

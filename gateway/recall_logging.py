@@ -11,8 +11,8 @@ from typing import Any, cast
 
 from typing_extensions import TypedDict
 
-from gateway.answers import Instant, RecallAnswer, ScoreParts
-from gateway.serialize import iso, score_parts
+from gateway.answers import Instant, ScoreParts
+from gateway.serialize import SCORE_DIGITS, iso, score_parts
 from gateway.tool_support import ToolCall
 from memory.errors import MemoryEngineError
 from memory.models import RecallHit
@@ -41,22 +41,20 @@ def logging_enabled(call: ToolCall) -> bool:
     return runtime.recall_log is not None and call.principal.tenant in runtime.settings.recall_log_tenants
 
 
-async def log_recall(call: ToolCall, query: str, hits: list[RecallHit], answer: RecallAnswer, **arguments: Any) -> None:
+async def log_recall(call: ToolCall, query: str, returned: list[RecallHit], **arguments: Any) -> None:
     """Append the recall to the tenant's log when it opted in: the arguments given (None ones left out) and the
     memories the answer returned, in its order, with their score parts. Never raises an `Exception`."""
     recall_log = call.runtime.recall_log
     if recall_log is None or not logging_enabled(call):
         return
     try:
-        by_id = {hit.memory.id: hit for hit in hits}
-        returned = [by_id[wire["id"]] for wire in answer["memories"] if wire["id"] in by_id]
         entry = RecallLogEntry(
             at=call.runtime.memories.clock.now(),
             subject=call.principal.subject,
             query=query,
             arguments={name: value for name, value in arguments.items() if value is not None},
             hits=tuple(
-                LoggedHit(hit.memory.id, hit.memory.namespace, round(hit.scores.score, 6), score_parts(hit))
+                LoggedHit(hit.memory.id, hit.memory.namespace, round(hit.scores.score, SCORE_DIGITS), score_parts(hit))
                 for hit in returned
             ),
         )

@@ -44,20 +44,15 @@ def register_reembed_tools(server: MCPServer) -> None:
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False), meta=OPERATOR
     )
     async def reembed(
-        action: Annotated[
-            Literal["start", "status", "drop_old"],
-            Field(description="start a migration (needs `to`), report its status, or drop the old index."),
-        ] = "status",
-        to: Annotated[str | None, Field(description="start: the embedder to move to (e.g. 'use').")] = None,
+        action: Literal["start", "status", "drop_old"] = "status",
+        to: Annotated[str | None, Field(description="The embedder to move to (start only).")] = None,
         wait_seconds: Annotated[
-            float | None,
-            Field(description="Wait up to this long for a running migration to end before answering.", ge=0),
+            float | None, Field(description="Wait this long for a running migration to end.", ge=0)
         ] = None,
-        request_id: Annotated[str | None, Field(description="Client-chosen id of this call.")] = None,
+        request_id: str | None = None,
     ) -> ReembedAnswer:
-        """Operator: move every tenant's memories to another embedding model without downtime. `start` builds
-        the new index beside the old one, keeps writes arriving meanwhile, verifies counts, then switches;
-        `status` follows it; `drop_old` removes the old index once switched."""
+        """Operator: move every tenant's memories to another embedding model without downtime: start it,
+        follow it with status, then drop_old."""
         reembedder = current_call().runtime.reembedder
         if reembedder is None:
             raise BackendUnavailable("the gateway is starting or stopping")

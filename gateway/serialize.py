@@ -5,11 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from gateway.answers import Hit, RecallAnswer, Record, SessionAnswer, WriteExplanation
-from gateway.errors import json_text
+from gateway.answers import Cited, Hit, Record, SessionAnswer, WriteExplanation
 from memory.linking import pipeline_notes
 from memory.models import Memory, MemoryKind, RecallHit, WorkingMemory, WriteOutcome
-from memory.tokens import count_tokens
 
 # The fields of an exported record (`memory_json`), and those of them that are times
 RECORD_FIELDS = frozenset(
@@ -56,15 +54,19 @@ def memory_json(memory: Memory) -> Record:
     return cast(Record, record)
 
 
-LEAN_FIELDS = ("id", "namespace", "content")  # with `when` and `score`: a recall hit by default
+SCORE_DIGITS = 3  # a hit's score as answered and logged: what ranks it, not noise in its sixth digit
 
 
-def hit_json(hit: RecallHit, *, full: bool = False, explain: bool = False) -> Hit:
-    """One recall hit: lean unless `full`; with its score's parts if `explain`."""
+def cited_json(hit: RecallHit, *, explain: bool = False) -> Cited:
+    """What a recall says of a hit whatever its format: id, namespace, when (to the second), score (to three
+    decimals: what the hits are ranked by), the flags that are set; the score's parts if `explain`."""
     memory = hit.memory
-    body: dict[str, Any] = {name: getattr(memory, name) for name in LEAN_FIELDS}
-    body["when"] = iso(memory.created_at)
-    body["score"] = round(hit.scores.score, 6)
+    body: dict[str, Any] = {
+        "id": memory.id,
+        "namespace": memory.namespace,
+        "when": iso(memory.created_at.replace(microsecond=0)),
+        "score": round(hit.scores.score, SCORE_DIGITS),
+    }
     if hit.via is not None:
         body["via"] = hit.via  # the query matched this superseded memory; this hit is what replaced it
     if memory.archived_at is not None:
@@ -76,8 +78,16 @@ def hit_json(hit: RecallHit, *, full: bool = False, explain: bool = False) -> Hi
         body["source_event_ids"] = sources  # extracted from an agent's events: their ids (list_events)
     if explain:
         body["scores"] = score_parts(hit)
+    return cast(Cited, body)
+
+
+def hit_json(hit: RecallHit, *, full: bool = False, explain: bool = False) -> Hit:
+    """One recall hit (`format: "memories"`): `cited_json` and the content; every stored field if `full`."""
+    cited = cited_json(hit, explain=explain)
+    body: dict[str, Any] = {"id": cited["id"], "namespace": cited["namespace"], "content": hit.memory.content}
+    body.update(cited)
     if full:
-        body.update((name, value) for name, value in memory_json(memory).items() if name not in body)
+        body.update((name, value) for name, value in memory_json(hit.memory).items() if name not in body)
     return cast(Hit, body)
 
 
@@ -98,25 +108,6 @@ def score_parts(hit: RecallHit) -> dict[str, Any]:
     if hit.memory.kind is MemoryKind.SEMANTIC and isinstance(sources, list):
         scores["consolidated_from"] = len(sources)  # written by consolidation from these episodes
     return scores
-
-
-def within_budget(hits: list[Hit], token_budget: int | None) -> RecallAnswer:
-    """The recall answer of the hits, in their order, that keep the whole answer's JSON text within `token_budget`
-    (counted by `memory.tokens.count_tokens`), and how many were left out."""
-    if token_budget is None:
-        return {"memories": hits}
-    answer: RecallAnswer = {"memories": [], "omitted": len(hits)}
-    spent = count_tokens(json_text(answer))
-    for hit in hits:
-        cost = count_tokens(json_text(hit)) + 1  # and its separator
-        if spent + cost <= token_budget:
-            answer["memories"].append(hit)
-            spent += cost
-    answer["omitted"] = len(hits) - len(answer["memories"])
-    while answer["memories"] and count_tokens(json_text(answer)) > token_budget:  # BPE counts are not additive
-        answer["memories"].pop()
-        answer["omitted"] += 1
-    return answer
 
 
 def write_explanation(outcome: WriteOutcome) -> WriteExplanation:

@@ -25,18 +25,18 @@ from gateway.session_answers import (
     extraction_json,
     session_record_json,
 )
-from gateway.session_records import check_event_records, export_page
+from gateway.session_records import MAX_SESSIONS_PER_PAGE, check_event_records, export_page
 from gateway.tool_support import SCOPE_META, current_call
 from memory.agent_sessions import EventRequest
 from memory.events import EventType
 from memory.validation import parse_instant
 from tenancy import SCOPE_ADMIN
 
-SessionId = Annotated[str, Field(description="The task session (1-128 chars: letters, digits, ':_.@-').")]
-Namespace = Annotated[
-    str | None, Field(description="Namespace of the session; omit for the token's default write namespace.")
-]
-RequestId = Annotated[str | None, Field(description="Client-chosen id of this call: a retry does it once.")]
+# Argument descriptions only where the name and type do not say it; what every tool's request_id and namespace
+# mean is said once, in the server's instructions (`gateway.mcp_server.INSTRUCTIONS`); docs/TOOLS.md is the manual
+SessionId = str
+Namespace = str | None
+RequestId = str | None
 ADMIN = {SCOPE_META: SCOPE_ADMIN}
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -46,28 +46,18 @@ def register_session_tools(server: MCPServer) -> None:
     @server.tool(annotations=WRITES)
     async def record_event(
         session_id: SessionId,
-        type: Annotated[
-            EventType,
-            Field(
-                description="user_message, assistant_message, tool_call, tool_result (bound to its call by "
-                "metadata.call_id) or system."
-            ),
-        ],
-        content: Annotated[str, Field(description="The message, the tool call's arguments or its result.")],
+        type: EventType,
+        content: str,
         namespace: Namespace = None,
-        task_id: Annotated[str | None, Field(description="The task within the session this belongs to.")] = None,
+        task_id: str | None = None,
         metadata: Annotated[
             dict[str, Any] | None,
-            Field(
-                description="JSON object kept with the event. 'call_id' binds a tool_call and its tool_result; "
-                "'tool' names the tool; 'speaker' names who spoke."
-            ),
+            Field(description="'call_id' pairs a tool_call with its tool_result."),
         ] = None,
-        occurred_at: Annotated[str | None, Field(description="ISO 8601 time it happened (default: now).")] = None,
+        occurred_at: str | None = None,
         request_id: RequestId = None,
     ) -> RecordEventAnswer:
-        """Record one event of the agent's turn (a message, a tool call, its result) in the session's event log,
-        kept whole and durable. Facts in it are extracted into long-term memory automatically, citing it."""
+        """Log a message, tool call or tool result of a session; its facts become memories."""
         call = current_call()
         outcome = await call.runtime.agent_sessions.record(
             call.scope,
@@ -89,12 +79,11 @@ def register_session_tools(server: MCPServer) -> None:
     async def list_events(
         session_id: SessionId,
         namespace: Namespace = None,
-        task_id: Annotated[str | None, Field(description="Only this task's events.")] = None,
-        after: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
-        limit: Annotated[int | None, Field(description="Page size (default 50).")] = None,
+        task_id: str | None = None,
+        after: Annotated[str | None, Field(description="A next_cursor.")] = None,
+        limit: int | None = None,
     ) -> ListEventsAnswer:
-        """List a session's events in the order they happened (e.g. to trace where a memory came from: its
-        source_event_ids)."""
+        """List a session's events in order (what source_event_ids name)."""
         call = current_call()
         sessions = call.runtime.agent_sessions
         size = limit if limit is not None else sessions.sessions.limits.default_list_limit
@@ -105,14 +94,11 @@ def register_session_tools(server: MCPServer) -> None:
     @server.tool(annotations=WRITES)
     async def start_session(
         session_id: SessionId,
-        goal: Annotated[
-            str | None, Field(description="What the session is for: the memories relevant to it are loaded.")
-        ] = None,
+        goal: str | None = None,
         namespace: Namespace = None,
         request_id: RequestId = None,
     ) -> StartSessionAnswer:
-        """Start a task session: its working memory is initialised and, given a goal, the most relevant
-        long-term memories are loaded into it and returned. End it with end_session."""
+        """Start a task session; given a goal, returns the most relevant memories."""
         call = current_call()
         outcome = await call.runtime.agent_sessions.start(
             call.scope, session_id, call.principal.subject, goal, namespace
@@ -126,8 +112,7 @@ def register_session_tools(server: MCPServer) -> None:
         namespace: Namespace = None,
         request_id: RequestId = None,
     ) -> EndSessionAnswer:
-        """End a task session: what its events say is extracted into long-term memory, its working memory is
-        archived and cleared. Sessions left open are ended this way after they idle too long."""
+        """End a task session: its facts become memories, its working memory is cleared."""
         call = current_call()
         outcome = await call.runtime.agent_sessions.end(call.scope, session_id, call.principal.subject, namespace)
         return {
@@ -140,34 +125,32 @@ def register_session_tools(server: MCPServer) -> None:
     @server.tool(annotations=WRITES, meta=ADMIN)
     async def reextract(
         session_id: SessionId,
-        namespace: Annotated[str, Field(description="Namespace of the session.")],
+        namespace: str,
         request_id: RequestId = None,
     ) -> ReextractAnswer:
-        """Admin: extract a session's facts again from its events (e.g. after a bad extraction); the earlier
-        extracted memories it does not reproduce are superseded (listable as hidden, with the reason)."""
+        """Admin: extract a session's facts again from its events, superseding earlier ones it does not
+        reproduce."""
         call = current_call()
         outcome = await call.runtime.agent_sessions.reextract(call.scope, session_id, call.principal.subject, namespace)
         return {"extraction": extraction_json(outcome.extraction), "superseded": outcome.superseded}
 
     @server.tool(annotations=READ_ONLY, meta=ADMIN)
     async def export_events(
-        namespace: Annotated[str, Field(description="The namespace to export, e.g. 'user:42'.")],
-        cursor: Annotated[str | None, Field(description="next_cursor of the previous page.")] = None,
-        limit: Annotated[int | None, Field(description="Sessions per page (default 20).")] = None,
+        namespace: str,
+        cursor: str | None = None,
+        limit: Annotated[int | None, Field(le=MAX_SESSIONS_PER_PAGE)] = None,
     ) -> ExportEventsAnswer:
-        """Admin: export one namespace's sessions with every event and archive, a page of sessions at a time,
-        for import_events."""
+        """Admin: export a namespace's sessions with their events, a page at a time, for import_events."""
         call = current_call()
         return await export_page(call.runtime.events, call.scope, namespace, cursor, limit)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True), meta=ADMIN)
     async def import_events(
-        namespace: Annotated[str, Field(description="The namespace to import into.")],
-        sessions: Annotated[list[dict[str, Any]], Field(description="Exported sessions (export_events).")],
+        namespace: str,
+        sessions: Annotated[list[dict[str, Any]], Field(description="From export_events.")],
         request_id: RequestId = None,
     ) -> ImportEventsAnswer:
-        """Admin: import exported sessions and their events into a namespace; those already present are
-        skipped, so an import can be repeated."""
+        """Admin: import sessions from export_events into a namespace; those already present are skipped."""
         call = current_call()
         records, events = check_event_records(sessions, namespace, call.runtime.memories.limits)
         counts = await call.runtime.events.import_(call.scope, events, records)

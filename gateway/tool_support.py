@@ -59,13 +59,20 @@ class RuntimeHolder:
         return self._runtime
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCall:
-    """What a tool reads of its call: the runtime, who is calling and the namespaces they may touch."""
+    """What a tool reads of its call: the runtime, who is calling and the namespaces they may touch; and the text
+    a read-only tool writes for the model instead of its answer's JSON (`say`)."""
 
     runtime: Runtime
     principal: Principal
     scope: NamespaceScope
+    text: str | None = None
+
+    def say(self, text: str) -> None:
+        """Make `text` the result's text content (what an MCP host hands its model); the structured content stays
+        the answer. Only a read-only tool's: an idempotent replay answers the stored JSON."""
+        self.text = text
 
 
 _CALL: ContextVar[ToolCall] = ContextVar("hindsight_tool_call")
@@ -143,7 +150,8 @@ class ToolBoundary:
                 principal.require_scope(policy.scope)
                 checked = checked_arguments(tool, arguments)
                 runtime = self.holder.get()
-                reset = _CALL.set(ToolCall(runtime, principal, scope_for(principal)))
+                call = ToolCall(runtime, principal, scope_for(principal))
+                reset = _CALL.set(call)
                 try:
                     run = self._runner(tool, checked)
                     if policy.mutating and not policy.per_item:
@@ -152,7 +160,7 @@ class ToolBoundary:
                             self.telemetry.metrics.idempotent_replays.labels(tool=name).inc()
                     else:
                         body = await run()
-                        result = ok_result(body)
+                        result = ok_result(body, text=call.text if not policy.mutating else None)
                 finally:
                     _CALL.reset(reset)
             except Exception as exc:
@@ -165,8 +173,9 @@ class ToolBoundary:
                 return failure.to_result()
             outcome = str(body.get("status", "ok"))
             current.set_attribute("hindsight.outcome", outcome)
-            if isinstance(body.get("memories"), list):
-                current.set_attribute("hindsight.hits", len(body["memories"]))
+            hits = body.get("memories", body.get("citations"))
+            if isinstance(hits, list):
+                current.set_attribute("hindsight.hits", len(hits))
             if name == "write_memory" and not result.meta:
                 self.telemetry.metrics.writes.labels(action=outcome).inc()
                 for _ in body.get("superseded", []):

@@ -20,6 +20,7 @@ The similarity part is a relevance relative to the best candidate of the same re
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from memory.cues import QueryCues, asks, ends_asking, speaker_of, states_time
@@ -45,6 +46,11 @@ QUESTION_CONTEXT_FACTOR = 2.0
 # extraction adds: the person it resolved ("the user", "用户", "the assistant") and numbers (the absolute dates it
 # wrote after time phrases).
 RESTATES = 0.5
+# A second fact of a turn a better fact already stands for rarely adds a turn, but it may be the very detail asked
+# ("Melanie's new shoes are purple." beside "Melanie bought new shoes."): it is ranked by this share of its score,
+# after what is better than that and before the rest, and shows that score (it used to wait behind every other hit,
+# so a 0.79 fact came after 0.10 ones, or not at all).
+SAME_TURN_SHARE = 0.5
 _ADDED_BY_EXTRACTION = frozenset(content_words("the user the assistant 用户 助手"))
 
 
@@ -90,17 +96,19 @@ def _sources(memory: Memory) -> frozenset[str]:
     return frozenset(str(event_id) for event_id in cited)
 
 
-def select_hits(hits: list[RecallHit], top_k: int, token_budget: int | None) -> list[RecallHit]:
-    """The best hits, one per origin and per text, and one of a fact extracted from events and the memory it
-    restates, within `top_k` and the token budget (hits sorted best first). A fact all of whose source events a
-    better fact already cites (another fact of the same turn) waits: it takes a place only if one is left once
-    every other hit has had its turn."""
+def select_hits(hits: list[RecallHit], top_k: int, token_budget: int | None, *, least: int = 0) -> list[RecallHit]:
+    """The best hits, one per origin and per text, and one of a fact extracted from events and the memory it restates,
+    best first by the score each carries, at most `top_k` (`hits` sorted best first). With a token budget, at least
+    `least` hits and then more until their contents' estimated tokens reach it (the one that reaches it included: the
+    caller fits the text it shows exactly, `gateway.recall_answer`). A fact all of whose source events a better fact
+    already cites (another fact of the same turn) is ranked by `SAME_TURN_SHARE` of its score, and says so in its cues
+    (`same_turn`)."""
     chosen: list[RecallHit] = []
     compared: list[tuple[RecallHit, set[str]]] = []  # chosen hits with their words, where a fact may be involved
     seen_origins: set[str] = set()
     seen_content: set[tuple[str, str]] = set()
     cited: set[str] = set()  # the source events of the chosen facts
-    waiting: list[RecallHit] = []
+    lowered: list[RecallHit] = []  # same-turn facts at their lowered score, best first
     spent = 0
     any_fact = any(hit.memory.source.tool == EXTRACTED for hit in hits)
 
@@ -115,27 +123,29 @@ def select_hits(hits: list[RecallHit], top_k: int, token_budget: int | None) -> 
             return
         sources = _sources(hit.memory)
         if defer and sources and sources <= cited:
-            waiting.append(hit)
-            return
-        cost = estimate_tokens(hit.memory.content)
-        if token_budget is not None and spent + cost > token_budget:
+            parts = hit.scores
+            later = replace(parts, score=parts.score * SAME_TURN_SHARE, cues=(*parts.cues, "same_turn"))
+            lowered.append(replace(hit, scores=later))
+            lowered.sort(key=lambda h: h.scores.score, reverse=True)
             return
         seen_origins.add(origin)
         seen_content.add(same_text)
         cited.update(sources)
-        spent += cost
+        spent += estimate_tokens(hit.memory.content)
         chosen.append(hit)
         if any_fact:
             compared.append((hit, words))
 
-    for hit in hits:
-        if len(chosen) == top_k:
-            return chosen
-        take(hit, defer=True)
-    for hit in waiting:
-        if len(chosen) == top_k:
+    upcoming = iter(hits)
+    following = next(upcoming, None)
+    while len(chosen) < top_k and (token_budget is None or spent < token_budget or len(chosen) < least):
+        if lowered and (following is None or lowered[0].scores.score >= following.scores.score):
+            take(lowered.pop(0), defer=False)
+        elif following is not None:
+            take(following, defer=True)
+            following = next(upcoming, None)
+        else:
             break
-        take(hit, defer=False)
     return chosen
 
 

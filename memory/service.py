@@ -45,7 +45,7 @@ from memory.validation import (
     check_content,
     check_kind,
     check_limit,
-    check_top_k,
+    recall_depth,
 )
 from memory.values import check_text
 from memory.visibility import as_seen_by
@@ -131,7 +131,7 @@ class MemoryService:
     # -- recall ----------------------------------------------------------------------------------------------
     async def recall(self, scope: NamespaceScope, request: RecallRequest) -> list[RecallHit]:
         query = check_content(request.query, self.limits, field="query")
-        top_k = check_top_k(request.top_k, self.limits)
+        top_k = recall_depth(request.top_k, request.token_budget, self.limits)
         namespaces = self._namespaces(scope, request.namespaces)
         flt = recall_filter(request, self.limits, self.clock.now())
         vector = await self.embedder.embed_query(query)
@@ -144,7 +144,8 @@ class MemoryService:
         weights = self.weights_for(scope.tenant)
         candidates = await searched(self.store, scope, namespaces, vector, sparse, limit, wide, weights, analysis.cues)
         hits = await scored_hits(self.store, scope, candidates, namespaces, flt, weights, analysis.cues)
-        chosen = select_hits(hits, top_k, request.token_budget)
+        least = min(top_k, self.limits.default_top_k)  # what a text cut to the budget left out is `omitted`
+        chosen = select_hits(hits, top_k, request.token_budget, least=least)
         await self.access.record(scope, [h.memory.id for h in chosen])
         shown = await as_seen_by(self.store, scope, [h.memory for h in chosen])
         return [replace(hit, memory=memory) for hit, memory in zip(chosen, shown, strict=True)]

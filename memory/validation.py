@@ -114,6 +114,19 @@ def check_positive_seconds(value: int | None, limits: EngineLimits, field: str) 
     return value
 
 
+# A recall with a token budget and no top_k returns as many hits as the budget holds: this many tokens a hit at the
+# least (a short memory and its line), up to `max_top_k`, at least `default_top_k`.
+TOKENS_PER_HIT_AT_LEAST = 12
+
+
+def recall_depth(top_k: int | None, token_budget: int | None, limits: EngineLimits) -> int:
+    """How many hits a recall may return: `top_k`, else as many as `token_budget` may hold, else the default."""
+    budget = check_token_budget(token_budget)
+    if top_k is not None or budget is None:
+        return check_top_k(top_k, limits)
+    return max(limits.default_top_k, min(limits.max_top_k, -(-budget // TOKENS_PER_HIT_AT_LEAST)))
+
+
 def check_top_k(value: int | None, limits: EngineLimits) -> int:
     if value is None:
         return limits.default_top_k

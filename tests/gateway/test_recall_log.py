@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 
 from gateway.app import create_app
 from memory.clock import ManualClock
-from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running
+from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running, tool_error
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -93,7 +93,7 @@ async def test_an_opted_in_tenant_s_recalls_are_logged_with_ids_and_score_parts(
         "format": "context",
         "order": "score",
     }
-    assert [m["id"] for m in newer["memories"]] == [m["id"] for m in second["memories"]]
+    assert [m["id"] for m in newer["memories"]] == [m["id"] for m in second["citations"]]
     assert newer["at"] > older["at"]
     assert globex == {"tenant": "globex", "logging": False, "entries": []}  # nothing of acme's log
     assert only_s1["entries"] == [newer]
@@ -126,7 +126,7 @@ async def test_a_non_admin_can_neither_see_nor_call_the_admin_tools(
             refused_debug = await client.call_tool("debug_session", {"session_id": "s1", "namespace": "user:1"})
     assert "recall_log" not in listed and "debug_session" not in listed and "recall_memory" in listed
     assert error_code(refused) == error_code(refused_debug) == "scope_forbidden"
-    assert "coffee" not in str(refused.structured_content)
+    assert "coffee" not in str(tool_error(refused))
 
 
 async def test_the_log_keeps_at_most_max_entries_and_nothing_older_than_max_age(

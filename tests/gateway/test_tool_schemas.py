@@ -14,8 +14,9 @@ from mcp import Client
 from starlette.applications import Starlette
 
 from memory.scoring import estimate_tokens
+from memory.tokens import count_tokens
 from ops.config import Settings
-from tests.conftest import Mint, data, error_code, mcp_session
+from tests.conftest import Mint, data, error_code, mcp_session, tool_error
 
 pytestmark = pytest.mark.anyio
 
@@ -128,7 +129,7 @@ async def test_times_in_answers_are_published_as_date_time_and_refused_when_not_
 
     hit = tools["recall_memory"].output_schema["$defs"]["Hit"]  # type: ignore[index]
     assert hit["properties"]["when"]["format"] == "date-time"
-    assert tools["write_memory"].input_schema["properties"]["occurred_at"]["anyOf"][0]["format"] == "date-time"
+    assert tools["write_memory"].input_schema["properties"]["occurred_at"]["format"] == "date-time"
     assert error_code(refused) == "invalid_argument"
 
 
@@ -139,14 +140,14 @@ async def test_input_schemas_carry_the_engine_s_bounds_from_settings(app: Starle
     write = tools["write_memory"].input_schema["properties"]
     recall = tools["recall_memory"].input_schema["properties"]
     content = write["content"]
-    assert (content["type"], content["minLength"], content["maxLength"]) == ("string", 1, 8000)
-    assert write["importance"]["anyOf"][0] | {"minimum": 0, "maximum": 1} == write["importance"]["anyOf"][0]
-    assert write["request_id"]["anyOf"][0]["pattern"] == "^[A-Za-z0-9][A-Za-z0-9:_.@-]{0,127}$"
-    assert write["tags"]["anyOf"][0]["maxItems"] == 32
-    assert recall["top_k"]["anyOf"][0]["maximum"] == 100
-    assert tools["list_memories"].input_schema["properties"]["limit"]["anyOf"][0]["maximum"] == 200
+    assert (content["type"], content["maxLength"]) == ("string", 8000)
+    assert write["importance"] | {"type": "number", "minimum": 0, "maximum": 1} == write["importance"]
+    assert write["request_id"] == {"type": "string"}  # its pattern is not worth its tokens in every tool
+    assert write["tags"]["maxItems"] == 32
+    assert recall["top_k"]["maximum"] == 100
+    assert tools["list_memories"].input_schema["properties"]["limit"]["maximum"] == 200
     for tool in tools.values():
-        assert tool.input_schema.get("additionalProperties") is False, tool.name
+        assert "additionalProperties" not in tool.input_schema, tool.name  # refused all the same (strict model)
         assert tool.description and "\n" not in tool.description and "  " not in tool.description, tool.name
 
 
@@ -156,8 +157,8 @@ async def test_a_value_outside_a_published_bound_is_refused_naming_the_field(app
         too_many = await client.call_tool("recall_memory", {"query": "x", "top_k": 101})
         listed = data(await client.call_tool("list_memories", {}))
 
-    assert error_code(too_important) == "invalid_argument" and "importance" in str(too_important.structured_content)
-    assert error_code(too_many) == "invalid_argument" and "top_k" in str(too_many.structured_content)
+    assert error_code(too_important) == "invalid_argument" and "importance" in tool_error(too_important)["message"]
+    assert error_code(too_many) == "invalid_argument" and "top_k" in tool_error(too_many)["message"]
     assert listed["memories"] == []
 
 
@@ -225,5 +226,63 @@ async def test_the_bounds_follow_the_configured_limits(settings: Settings, mint:
     async with running(app), mcp_session(app, mint()) as client:
         tools = await schemas(client)
     assert tools["write_memory"].input_schema["properties"]["content"]["maxLength"] == 500
-    assert tools["recall_memory"].input_schema["properties"]["top_k"]["anyOf"][0]["maximum"] == 20
+    assert tools["recall_memory"].input_schema["properties"]["top_k"]["maximum"] == 20
     assert json.dumps(tools["recall_memory"].input_schema).count('"format": "date-time"') == 2  # since, until
+
+
+# What the tool definitions a read/write token lists may cost an agent, which pays for them in its context on
+# every turn (issue #30): each tool's name, description and inputSchema as JSON, in cl100k tokens (outputSchema
+# aside; 6,897 before issue #30, 1,958 after; docs/TOOLS.md is the manual).
+TOOL_LIST_BUDGET = 2_000
+
+
+def definition_tokens(tool: Any) -> int:
+    definition = {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+    return count_tokens(json.dumps(definition))
+
+
+def schema_nodes(node: object) -> list[dict[str, Any]]:
+    """Every JSON Schema of an inputSchema (the values of `properties` and `$defs` maps, not the maps)."""
+    if isinstance(node, list):
+        return [found for item in node for found in schema_nodes(item)]
+    if not isinstance(node, dict):
+        return []
+    found = [node]
+    for key, value in node.items():
+        if key in ("properties", "$defs"):
+            found += [schema for sub in value.values() for schema in schema_nodes(sub)]
+        elif key != "enum":
+            found += schema_nodes(value)
+    return found
+
+
+async def test_a_read_write_token_s_tool_definitions_fit_the_budget_with_a_description_each(
+    app: Starlette, mint: Mint
+) -> None:
+    async with mcp_session(app, mint()) as client:
+        tools = await schemas(client)
+
+    assert set(tools) == READ_TOOLS | WRITE_TOOLS
+    cost = {name: definition_tokens(tool) for name, tool in tools.items()}
+    assert sum(cost.values()) <= TOOL_LIST_BUDGET, cost
+    for name, tool in tools.items():
+        assert tool.description and tool.description.strip(), name
+
+
+async def test_input_schemas_carry_no_pydantic_noise_and_optional_arguments_are_not_nullable(
+    app: Starlette, mint: Mint
+) -> None:
+    async with mcp_session(app, mint(admin=True)) as client:
+        tools = await schemas(client)
+        # the strict argument model still decides: null, which the schemas no longer show, is still taken
+        written = data(await client.call_tool("write_memory", {"content": "The user likes tea", "tags": None}))
+
+    assert written["status"] == "created"
+    for tool in tools.values():
+        for schema in schema_nodes(tool.input_schema):
+            assert "title" not in schema, tool.name
+            assert schema.get("type") != "null" and schema.get("default", 0) is not None, tool.name
+            assert "additionalProperties" not in schema or isinstance(schema["additionalProperties"], dict), tool.name
+    write = tools["write_memory"].input_schema
+    assert write["properties"]["importance"]["type"] == "number" and "anyOf" not in write["properties"]["importance"]
+    assert write["required"] == ["content"]

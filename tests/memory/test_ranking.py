@@ -409,15 +409,21 @@ def fact_of(content: str, *events: str) -> Memory:
     return fact
 
 
-def test_a_second_fact_of_the_same_turn_waits_until_every_other_hit_has_had_its_place() -> None:
+def test_a_second_fact_of_the_same_turn_is_ranked_by_half_its_score_and_shows_that_score() -> None:
     shoes = fact_of("Melanie got new running shoes.", "D7:18")
-    color = fact_of("Melanie's new shoes are purple.", "D7:18")  # the same turn, and ranked second
-    turn = memory("Caroline: For walking or running?")
-    other = fact_of("Melanie signed up for a pottery class.", "D5:4")
+    color = fact_of("Melanie's new shoes are purple.", "D7:18")  # the same turn, and ranked second (0.9)
+    turn = memory("Caroline: For walking or running?")  # 0.8
+    other = fact_of("Melanie signed up for a pottery class.", "D5:4")  # 0.7
+    weak = memory("Caroline: See you soon!")  # 0.4 after those four: below the lowered 0.45
 
-    assert [h.memory.id for h in select_hits(ranked(shoes, color, turn, other), 3, None)] == [
-        shoes.id,
-        turn.id,
-        other.id,
-    ]
-    assert [h.memory.id for h in select_hits(ranked(shoes, color, turn), 3, None)] == [shoes.id, turn.id, color.id]
+    chosen = select_hits(ranked(shoes, color, turn, other, *[memory(f"filler {n}") for n in range(2)], weak), 8, None)
+    ids = [h.memory.id for h in chosen]
+
+    assert ids[:3] == [shoes.id, turn.id, other.id]
+    assert ids.index(color.id) < ids.index(weak.id)
+    lowered = chosen[ids.index(color.id)].scores
+    assert lowered.score == pytest.approx(0.45)
+    assert "same_turn" in lowered.cues
+    assert [h.scores.score for h in chosen] == sorted((h.scores.score for h in chosen), reverse=True)
+    top_three = select_hits(ranked(shoes, color, turn, other), 3, None)
+    assert [h.memory.id for h in top_three] == [shoes.id, turn.id, other.id]

@@ -518,19 +518,34 @@ async def test_access_counts_bumped_in_an_attached_task_group_are_applied_after_
     assert hit.scores.access_frequency > 0
 
 
-async def test_a_token_budget_limits_the_returned_hits(service: MemoryService, me: NamespaceScope) -> None:
-    contents = [f"The user visited city number {n} during the summer holidays" for n in range(5)]
+async def test_a_token_budget_stops_the_recall_once_the_hits_estimated_tokens_reach_it(
+    service: MemoryService, me: NamespaceScope
+) -> None:
+    contents = [f"The user visited city number {n} during the summer holidays" for n in range(12)]
     for content in contents:
         await write(service, me, content)
     cost = estimate_tokens(contents[0])
 
-    unlimited = await recall(service, me, "which cities did the user visit")
-    budgeted = await recall(service, me, "which cities did the user visit", token_budget=2 * cost + 1)
+    unlimited = await recall(service, me, "which cities did the user visit", top_k=12)
+    small = await recall(service, me, "which cities did the user visit", token_budget=2 * cost)
+    larger = await recall(service, me, "which cities did the user visit", token_budget=10 * cost)
+    just_over = await recall(service, me, "which cities did the user visit", token_budget=10 * cost + 1)
 
-    assert len(unlimited) == 5
-    assert len(budgeted) == 2
-    assert sum(estimate_tokens(h.memory.content) for h in budgeted) <= 2 * cost + 1
-    assert [h.memory.id for h in budgeted] == [h.memory.id for h in unlimited[:2]]
+    assert len(unlimited) == 12
+    assert [h.memory.id for h in small] == [h.memory.id for h in unlimited[:8]]  # the default top_k at least
+    assert [h.memory.id for h in larger] == [h.memory.id for h in unlimited[:10]]
+    assert len(just_over) == 11  # the hit that reaches the budget is kept: the gateway cuts the text exactly
+
+
+async def test_a_token_budget_without_top_k_recalls_as_many_as_it_can_hold(
+    service: MemoryService, me: NamespaceScope
+) -> None:
+    for n in range(20):
+        await write(service, me, f"The user visited city number {n} during the summer holidays")
+
+    assert len(await recall(service, me, "which cities did the user visit")) == 8  # the default top_k
+    assert len(await recall(service, me, "which cities did the user visit", token_budget=1000)) == 20
+    assert len(await recall(service, me, "which cities did the user visit", token_budget=1000, top_k=5)) == 5
 
 
 async def test_top_k_caps_the_number_of_hits(service: MemoryService, me: NamespaceScope) -> None:
