@@ -31,6 +31,7 @@ import anyio.to_thread
 
 from bench import (
     answer_size,
+    budget,
     consolidation_quality,
     corpus,
     crosslingual,
@@ -265,6 +266,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("hostile tenant: another tenant's latency over HTTP MCP during an attack", isolation),
     ("passed plans: LoCoMo recall with passed plans hidden and kept", expired_plans),
     ("recall answers: characters per hit, lean and full, and token budgets", answer_size),
+    ("token budgets: evidence delivered within 250 and 500 tokens, new, previous and BM25 lines", budget),
     ("cross-lingual recall: a memory in one language, a question in the other", crosslingual),
     ("embedders: what a write and a recall cost with each, English and Chinese", embedder_cost),
     ("ingestion over MCP: write_memory one by one, write_memories batched, 1 and 8 clients", ingest),
