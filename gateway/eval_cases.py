@@ -1,6 +1,6 @@
 """`hindsight eval cases FILE.jsonl`: a tenant's own recall cases (`memory.evaluation.cases`) run through the real
 write and recall path, scored (`memory.evaluation.case_scores`) and reported in Markdown or JSON
-(`memory.evaluation.case_report`).
+(`memory.evaluation.case_report`) on stdout; `--out FILE` also writes the report to FILE (replacing it).
 
 Each case's memories are written with `write_memory` (so the write pipeline applies: chit-chat skipped, older
 statements superseded, near-duplicates merged) into a namespace of its own, and its query asked with
@@ -19,6 +19,7 @@ file (its `HINDSIGHT_*` lines win over the environment); `--grid` once per confi
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -327,12 +328,12 @@ def load(path: Path, gateway_holds: bool) -> list[Case]:
     return cases
 
 
-async def run(args: argparse.Namespace) -> int:
+async def run(args: argparse.Namespace) -> str:
+    """The report of the run `args` asks for, Markdown or JSON."""
     path = Path(args.file)
     cases = load(path, gateway_holds=bool(args.url))
     report = await (run_remote(path, cases, args) if args.url else run_embedded_report(path, cases, args))
-    print((report_json(report) if args.json else render(report)).rstrip("\n"))
-    return 0
+    return (report_json(report) if args.json else render(report)).rstrip("\n")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -349,7 +350,12 @@ def run_command(args: argparse.Namespace) -> int:
     if not 1 <= args.k <= MAX_TOP_K:
         raise UsageError(f"--k must be from 1 to {MAX_TOP_K}")
     quiet_logging()
-    return int(anyio.run(run, args))
+    text: str = anyio.run(run, args)
+    print(text)
+    if args.out is not None:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+        print(f"written to {args.out}", file=sys.stderr)
+    return 0
 
 
 def add_cases_command(which: Any) -> None:
@@ -358,6 +364,7 @@ def add_cases_command(which: Any) -> None:
     )
     cases.add_argument("file", help="the cases, one JSON object per line (see examples/eval_cases.jsonl)")
     cases.add_argument("--json", action="store_true", help="print the report as JSON instead of Markdown")
+    cases.add_argument("--out", metavar="FILE", help="also write the report to FILE (default: stdout only)")
     cases.add_argument("--k", type=int, default=5, help="the cut-off of recall@k and the hits asked for (default 5)")
     cases.add_argument("--grid", action="store_true", help="also run every configuration of the weight grid")
     cases.add_argument(

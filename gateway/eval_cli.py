@@ -5,8 +5,12 @@ deployment is touched; rate limits off; memory maintenance off, since recall alr
 would soft-delete) and drives it with a real MCP client over an in-process ASGI transport; with `--url` and
 `--token` it drives a running gateway instead. Each turn format of `memory.evaluation.formats` is written and
 asked in its own namespaces (`gateway/eval_mcp.py`), and the Markdown section with the formats side by side
-goes into `bench/RESULTS.md` (or `--out`). `--grid` adds the weight search, which runs in process on a manual
-clock (it changes the service's weights between passes, which no tool does)."""
+is printed; `--out FILE` also writes it into FILE as its own section (the rest of FILE kept: that is how
+`bench/RESULTS.md` is updated, and only when asked). `--grid` adds the weight search, which runs in process on a
+manual clock (it changes the service's weights between passes, which no tool does).
+
+The data sets are not part of hindsight (docs/EVALUATION.md): LoCoMo from `LOCOMO_SOURCE`, MemoryBank from
+`eval_memorybank.SOURCE`; a `--data` that is not there says so and where to get it."""
 
 from __future__ import annotations
 
@@ -46,7 +50,25 @@ from tenancy import Principal, mint_token, scope_for
 from tenancy.principal import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE
 
 LOCAL_URL = "http://127.0.0.1:8080"
+LOCOMO_SOURCE = "https://github.com/snap-research/locomo"
 EVAL_SECRET = "hindsight-eval-" + "0" * 32  # signs the in-process run's own token; nothing else accepts it
+
+
+def locomo_file(data: str) -> Path:
+    """The LoCoMo JSON file `--data` names; `UsageError` saying where LoCoMo comes from when it is not there."""
+    path = Path(data)
+    if not path.is_file():
+        problem = "is a directory, not a LoCoMo JSON file" if path.is_dir() else "no such file"
+        raise UsageError(
+            f"--data {data}: {problem}. LoCoMo is not shipped with hindsight: download `data/locomo10.json` from "
+            f"{LOCOMO_SOURCE} and give its path (docs/EVALUATION.md)"
+        )
+    return path
+
+
+def written_to(out: str | None) -> Path | None:
+    """The file `--out` asks the report to be written to; None (the default, or '-'): stdout only."""
+    return Path(out) if out and out != "-" else None
 
 
 def _commit() -> str:
@@ -164,7 +186,7 @@ async def run_grid(settings: Settings, conversations: Sequence[locomo.Conversati
 
 
 async def run_locomo(args: argparse.Namespace) -> int:
-    conversations = locomo.load(Path(args.data))
+    conversations = locomo.load(locomo_file(args.data))
     if args.limit_conversations:
         conversations = conversations[: args.limit_conversations]
     formats = [BY_NAME[name] for name in args.formats.split(",")]
@@ -198,15 +220,17 @@ async def run_locomo(args: argparse.Namespace) -> int:
     )
     section = render(reports, header, grid)
     print(section)
-    if args.out != "-":
-        write_section(Path(args.out), section)
-        print(f"written to {args.out}", file=sys.stderr)
+    out = written_to(args.out)
+    if out is not None:
+        write_section(out, section)
+        print(f"written to {out}", file=sys.stderr)
     return 0
 
 
 async def run_memorybank(args: argparse.Namespace) -> int:
-    directory = Path(args.data)
-    conversations = memorybank.load(directory)
+    directory = eval_memorybank.data_directory(args.data)
+    evidence = eval_memorybank.evidence_file(args.evidence)
+    conversations = memorybank.load(directory, evidence)
     with tempfile.TemporaryDirectory(prefix="hindsight-eval-") as tmp:
         settings = eval_settings(Path(tmp) / "mcp")
         target = remote(args.url, args.token, settings) if args.url else in_process(settings)
@@ -221,12 +245,15 @@ async def run_memorybank(args: argparse.Namespace) -> int:
                 where = t.where
         finally:
             progress.close()
-    header = eval_memorybank.header(directory, _commit(), settings.embedder, where)
-    section = eval_memorybank.render(scores, header, memorybank.user_names(directory), conversations)
+    header = eval_memorybank.header(directory, _commit(), settings.embedder, where, args.evidence)
+    section = eval_memorybank.render(
+        scores, header, memorybank.user_names(directory), conversations, eval_memorybank.labelled_by(args.evidence)
+    )
     print(section)
-    if args.out != "-":
-        write_between(Path(args.out), section, eval_memorybank.BEGIN, eval_memorybank.END)
-        print(f"written to {args.out}", file=sys.stderr)
+    out = written_to(args.out)
+    if out is not None:
+        write_between(out, section, eval_memorybank.BEGIN, eval_memorybank.END)
+        print(f"written to {out}", file=sys.stderr)
     return 0
 
 
@@ -234,7 +261,11 @@ def add_eval_commands(sub: Any) -> None:
     evaluation = sub.add_parser("eval", help="measure recall quality")
     which = evaluation.add_subparsers(dest="dataset", required=True, help="the dataset to evaluate on")
     loco = which.add_parser("locomo", help="LoCoMo over MCP: recall@5/@10, NDCG@10, MRR per turn format vs baselines")
-    loco.add_argument("--data", required=True, help="path to locomo10-dev.json (or another LoCoMo JSON file)")
+    loco.add_argument(
+        "--data",
+        required=True,
+        help=f"a LoCoMo JSON file: data/locomo10.json of {LOCOMO_SOURCE} (or a part of it, e.g. locomo10-dev.json)",
+    )
     loco.add_argument(
         "--limit-conversations", "--conversations", type=int, dest="limit_conversations", help="only the first N"
     )
@@ -247,7 +278,9 @@ def add_eval_commands(sub: Any) -> None:
     loco.add_argument("--token", help="with --url: a token that may write every namespace of its tenant (admin)")
     loco.add_argument("--grid", action="store_true", help="also search the scoring weights (in process)")
     loco.add_argument("--grid-format", default="plain", choices=sorted(BY_NAME), help="the grid's turn format")
-    loco.add_argument("--out", default="bench/RESULTS.md", help="Markdown file for the results ('-': stdout only)")
+    loco.add_argument(
+        "--out", metavar="FILE", help="also write the section into FILE, replacing its own (default: stdout only)"
+    )
     loco.set_defaults(func=_run)
     eval_memorybank.add_memorybank_command(which, _run_memorybank)
     from gateway.eval_cases import add_cases_command  # it runs on this module's in-process target
@@ -269,6 +302,8 @@ def quiet_logging() -> None:
 def _run_memorybank(args: argparse.Namespace) -> int:
     if args.url and not args.token:
         raise UsageError("--url needs --token")
+    eval_memorybank.data_directory(args.data)  # a missing data set is named before anything starts
+    eval_memorybank.evidence_file(args.evidence)
     quiet_logging()
     return int(anyio.run(run_memorybank, args))
 
@@ -279,5 +314,6 @@ def _run(args: argparse.Namespace) -> int:
     unknown = [name for name in args.formats.split(",") if name not in BY_NAME]
     if unknown:
         raise UsageError(f"unknown format {unknown[0]!r}: choose from {', '.join(BY_NAME)}")
+    locomo_file(args.data)
     quiet_logging()
     return int(anyio.run(run_locomo, args))

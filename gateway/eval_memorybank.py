@@ -6,7 +6,12 @@ time) and every probing question asked with `recall_memory` through a real MCP c
 app in this process or a running gateway (`--url/--token`). The baselines rank the very texts written: BM25 over
 character bigrams (`memory.evaluation.metrics.tokens`), BM25 over words segmented by jieba (its own dictionary,
 inside the package), and dense-only with the gateway's embedder. Reported: recall@1/@5/@10 and MRR per system,
-recall@5 per user, and the median round trip of a recall; written to `bench/RESULTS.md` as its own section.
+recall@5 per user, and the median round trip of a recall; printed, and with `--out FILE` also written into FILE as
+its own section (how `bench/RESULTS.md` is updated, only when asked).
+
+The data is not part of hindsight: `--data` is the `eval_data/cn/` directory of `SOURCE` (docs/EVALUATION.md); the
+evidence labels of its Chinese questions are this repository's (`memorybank.EVIDENCE`), or `--evidence FILE`'s
+for other users in the same format.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gateway.cli_errors import UsageError
 from gateway.eval_mcp import McpEvaluation
+from memory.evaluation import memorybank
 from memory.evaluation.formats import BY_NAME
 from memory.evaluation.locomo import Conversation
 from memory.evaluation.metrics import Bm25Baseline, DenseBaseline, recall_at, reciprocal_rank
@@ -39,6 +46,37 @@ LABELS = {
 }
 CUTS = (1, 5, 10)
 TOP_K = 10
+SOURCE = "https://github.com/zhongwanjun/MemoryBank-SiliconFriend"
+LABELLED_HERE = "labelled here by reading the histories: `memory/evaluation/labels/`"
+
+
+def data_directory(data: str) -> Path:
+    """The MemoryBank directory `--data` names; `UsageError` saying where MemoryBank comes from when its Chinese
+    histories or questions are not there."""
+    directory = Path(data)
+    missing = [name for name in (memorybank.HISTORIES, memorybank.QUESTIONS) if not (directory / name).is_file()]
+    if missing:
+        where = "no such directory" if not directory.is_dir() else f"no {' or '.join(missing)} there"
+        raise UsageError(
+            f"--data {data}: {where}. MemoryBank is not shipped with hindsight: download `eval_data/` from {SOURCE} "
+            f"and give the directory that holds {memorybank.HISTORIES} and {memorybank.QUESTIONS} (`eval_data/cn/`; "
+            "docs/EVALUATION.md)"
+        )
+    return directory
+
+
+def evidence_file(evidence: str | None) -> Path:
+    """The evidence labels: `--evidence FILE`, or the ones labelled here for MemoryBank's Chinese users."""
+    if evidence is None:
+        return memorybank.EVIDENCE
+    path = Path(evidence)
+    if not path.is_file():
+        raise UsageError(f"--evidence {evidence}: no such file")
+    return path
+
+
+def labelled_by(evidence: str | None) -> str:
+    return LABELLED_HERE if evidence is None else f"labelled in `{Path(evidence).name}`"
 
 
 def jieba_words() -> Callable[[str], list[str]]:
@@ -100,7 +138,11 @@ async def evaluate(
 
 
 def render(
-    scores: dict[str, Scores], header_text: str, names: dict[int, str], conversations: Sequence[Conversation]
+    scores: dict[str, Scores],
+    header_text: str,
+    names: dict[int, str],
+    conversations: Sequence[Conversation],
+    labels: str = LABELLED_HERE,
 ) -> str:
     questions = sum(len(c.questions) for c in conversations)
     turns = sum(len(c.turns) for c in conversations)
@@ -108,7 +150,7 @@ def render(
     lines = [BEGIN, "## Recall quality: MemoryBank, Chinese", "", header_text, ""]
     lines += [
         f"{len(conversations)} users, {turns} exchanges written, {questions} probing questions with {evidence} "
-        "evidence exchanges (labelled here by reading the histories: `memory/evaluation/labels/`).",
+        f"evidence exchanges ({labels}).",
         "",
         "| system | recall@1 | recall@5 | recall@10 | MRR | median ms/query |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -128,9 +170,10 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def header(directory: Path, commit: str, embedder: str, where: str) -> str:
+def header(directory: Path, commit: str, embedder: str, where: str, evidence: str | None = None) -> str:
+    labels = f" --evidence {Path(evidence).name}" if evidence is not None else ""
     return (
-        f"`hindsight eval memorybank --data {directory.name}`, {datetime.now(UTC):%Y-%m-%d}, commit {commit}, "
+        f"`hindsight eval memorybank --data {directory.name}{labels}`, {datetime.now(UTC):%Y-%m-%d}, commit {commit}, "
         f"embedder {embedder}, default weights. Each exchange written with `write_memory` (`occurred_at` its time, "
         f"one namespace per user), each question asked with `recall_memory` (`top_k` {TOP_K}) through a real MCP "
         f"client against {where}; the baselines rank the same texts in this process."
@@ -139,8 +182,19 @@ def header(directory: Path, commit: str, embedder: str, where: str) -> str:
 
 def add_memorybank_command(which: Any, run: Callable[[argparse.Namespace], int]) -> None:
     bank = which.add_parser("memorybank", help="MemoryBank Chinese over MCP: recall@1/@5/@10, MRR vs BM25 and dense")
-    bank.add_argument("--data", required=True, help="the MemoryBank directory (memory_bank_cn.json and questions)")
+    bank.add_argument(
+        "--data",
+        required=True,
+        help=f"MemoryBank's eval_data/cn/ directory ({memorybank.HISTORIES}, {memorybank.QUESTIONS}), from {SOURCE}",
+    )
+    bank.add_argument(
+        "--evidence",
+        metavar="FILE",
+        help="evidence labels of the questions, JSONL {user, q, evidence} (default: the ones labelled here)",
+    )
     bank.add_argument("--url", help="a running gateway's MCP URL (default: the app in this process)")
     bank.add_argument("--token", help="with --url: a token that may write every namespace of its tenant (admin)")
-    bank.add_argument("--out", default="bench/RESULTS.md", help="Markdown file for the results ('-': stdout only)")
+    bank.add_argument(
+        "--out", metavar="FILE", help="also write the section into FILE, replacing its own (default: stdout only)"
+    )
     bank.set_defaults(func=run)

@@ -1,73 +1,119 @@
 """The labelled decision set (`bench/decisions/`) and its harness (`bench.decisions`, `bench.decision_corpora`).
 
-The set is checked for integrity (every reference resolves in the datasets beside the repository, size, language
-balance, every decision kind in both languages, valid labels); a handful of cases and a slice of a corpus run
-through the real write path. Nothing here asserts how well today's pipeline decides: that is what the harness
-measures, and it moves as the rules change.
+The set is checked for integrity as its files say it (size, language balance, every decision kind in both
+languages, valid labels, the data sets its references name; its own texts parsed whole); references are resolved
+against the LoCoMo- and MemoryBank-shaped fixture of tests/fixtures/, and a handful of cases and a slice of a corpus
+run through the real write path. That every reference of the set resolves in the real data is checked where the
+data is beside the repository (`../shared/datasets`, docs/EVALUATION.md), and by `python -m bench.decisions`, which
+loads the whole set. Nothing here asserts how well today's pipeline decides: that is what the harness measures
+(`make bench`), and it moves as the rules change.
 """
 
 from __future__ import annotations
 
 import collections
-from datetime import UTC, datetime
+import json
+from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench import decision_corpora, decisions
-from bench.decision_set import CASES_DIR, KINDS, LANGUAGES, Case, SetError, load, parse_case
+from bench.decision_set import CASES_DIR, FORMATS, KINDS, LANGUAGES, Case, SetError, load, parse_case
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
+from tests.fixtures import DATASETS
 
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+REAL_DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # a developer's checkout, not a clone's
+
+
+def memories(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*raw.get("earlier", []), raw["statement"]]
+
+
+def source(memory: dict[str, Any]) -> str:
+    """The source a memory of the set resolves to (`decision_set.Text.source`), read from its line alone."""
+    ref = memory.get("ref")
+    if ref is None:
+        return "own"
+    return "locomo_facts" if ref["dataset"] == "locomo" and "field" in ref else str(ref["dataset"])
 
 
 @pytest.fixture(scope="module")
-def cases() -> list[Case]:
-    assert DATASETS.exists(), f"the evaluation data must be beside the repository at {DATASETS} (shared/)"
-    return load(CASES_DIR, DATASETS)
+def lines() -> list[dict[str, Any]]:
+    """Every case of the set as its line says it, references unresolved (the data they name is not here)."""
+    found = []
+    for path in sorted(CASES_DIR.glob("*.jsonl")):
+        found += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return found
 
 
-def test_every_reference_of_the_set_resolves_to_a_turn_of_the_datasets(cases: list[Case]) -> None:
-    referenced = [m for c in cases for m in (*c.earlier, c.statement) if m.source != "own"]
+@pytest.fixture(scope="module")
+def cases(lines: list[dict[str, Any]]) -> list[Case]:
+    """The cases of the set's own making, parsed whole (no reference to resolve)."""
+    return [parse_case(raw) for raw in lines if all(source(m) == "own" for m in memories(raw))]
+
+
+def test_the_set_references_every_data_set_and_writes_most_cases_itself(
+    lines: list[dict[str, Any]], cases: list[Case]
+) -> None:
+    referenced = [m for raw in lines for m in memories(raw) if source(m) != "own"]
+    assert {source(m) for m in referenced} == {"locomo", "locomo_facts", "memorybank_cn", "memorybank_en"}
+    assert len(cases) >= len(lines) / 2 and all(m.source == "own" for c in cases for m in (*c.earlier, c.statement))
+
+
+def test_every_reference_of_the_set_resolves_to_a_turn_of_the_real_data_with_an_expiry_not_before_it() -> None:
+    if not REAL_DATA.is_dir():
+        pytest.skip(f"LoCoMo and MemoryBank are not beside the repository ({REAL_DATA}): docs/EVALUATION.md")
+    every = load(CASES_DIR, REAL_DATA)
+    referenced = [m for c in every for m in (*c.earlier, c.statement) if m.source != "own"]
     assert referenced and all(m.text.strip() for m in referenced)
-    assert {m.source for m in referenced} == {"locomo", "locomo_facts", "memorybank_cn", "memorybank_en"}
+    assert all(c.day is None or c.day >= c.statement.at.date() for c in every)
 
 
 def test_the_held_out_cases_are_a_census_of_lo_co_mo_s_notes_or_written_blind_in_both_languages(
-    cases: list[Case],
+    lines: list[dict[str, Any]],
 ) -> None:
-    held_out = [c for c in cases if decisions.HELD_OUT in c.tags]
-    census = [c for c in held_out if c.statement.source == "locomo_facts" and c.id.startswith("census-")]
-    blind = [c for c in held_out if "blind" in c.tags and c.statement.source == "own"]
+    held_out = [raw for raw in lines if decisions.HELD_OUT in raw.get("tags", [])]
+    census = [r for r in held_out if source(r["statement"]) == "locomo_facts" and r["id"].startswith("census-")]
+    blind = [r for r in held_out if "blind" in r["tags"] and source(r["statement"]) == "own"]
     assert len(census) >= 10 and len(census) + len(blind) == len(held_out)
-    assert collections.Counter(c.lang for c in blind) == {"en": 480, "zh": 480}
+    assert collections.Counter(r["lang"] for r in blind) == {"en": 480, "zh": 480}
 
 
-def test_the_set_holds_at_least_300_statements_about_half_of_them_chinese(cases: list[Case]) -> None:
-    assert len(cases) >= 300
-    chinese = sum(c.lang == "zh" for c in cases) / len(cases)
+def test_the_set_holds_at_least_300_statements_about_half_of_them_chinese(lines: list[dict[str, Any]]) -> None:
+    assert len(lines) >= 300
+    chinese = sum(r["lang"] == "zh" for r in lines) / len(lines)
     assert 0.4 <= chinese <= 0.6, f"{chinese:.0%} Chinese"
-    assert len({c.id for c in cases}) == len(cases)
+    assert len({r["id"] for r in lines}) == len(lines)
 
 
-def test_every_decision_kind_is_labelled_in_both_languages_often_enough_to_measure_recall(cases: list[Case]) -> None:
-    counts = collections.Counter((c.lang, c.expected) for c in cases)
+def test_every_decision_kind_is_labelled_in_both_languages_often_enough_to_measure_recall(
+    lines: list[dict[str, Any]],
+) -> None:
+    counts = collections.Counter((r["lang"], r["expected"]) for r in lines)
+    assert set(counts) <= {(lang, kind) for lang in LANGUAGES for kind in KINDS}
     for lang in LANGUAGES:
         for kind in KINDS:
             assert counts[(lang, kind)] >= 5, f"{kind} in {lang}: {counts[(lang, kind)]}"
 
 
-def test_labels_name_a_day_not_before_the_statement_and_an_earlier_memory_of_the_scenario(cases: list[Case]) -> None:
-    for case in cases:
+def test_labels_name_a_day_not_before_the_statement_and_an_earlier_memory_of_the_scenario(
+    lines: list[dict[str, Any]], cases: list[Case]
+) -> None:
+    for raw in lines:
+        if raw["expected"] == "expire":
+            assert date.fromisoformat(raw["day"]), raw["id"]
+        if raw["expected"] in ("supersede", "merge"):
+            assert 0 <= raw["target"] < len(raw.get("earlier", [])), raw["id"]
+    for case in cases:  # a referenced statement's date is in the data (the real-data test above)
         if case.expected == "expire":
             assert case.day is not None and case.day >= case.statement.at.date(), case.id
-        if case.expected in ("supersede", "merge"):
-            assert case.target is not None and 0 <= case.target < len(case.earlier), case.id
-    formats = collections.Counter(c.format for c in cases)
-    assert set(formats) == {"plain", "header", "occurred_at"}
+    formats = collections.Counter(r.get("format", "occurred_at") for r in lines)
+    assert set(formats) == set(FORMATS)
 
 
 def test_the_hard_negatives_of_issue_13_are_in_the_set(cases: list[Case]) -> None:
@@ -80,15 +126,30 @@ def test_the_hard_negatives_of_issue_13_are_in_the_set(cases: list[Case]) -> Non
     assert by_id["own-zh-course-durations"].statement.text.endswith("的持续时间是八个周")
 
 
-def test_a_reference_to_a_missing_turn_is_refused() -> None:
-    raw = {
-        "id": "bad",
-        "lang": "en",
-        "expected": "keep",
-        "statement": {"ref": {"dataset": "locomo", "sample_id": "conv-26", "dia_id": "D99:1"}},
-    }
+def test_references_resolve_to_the_turn_its_speaker_and_its_time_and_a_missing_one_is_refused() -> None:
+    def case(ref: dict[str, Any]) -> dict[str, Any]:
+        return {"id": "x", "lang": "en", "expected": "keep", "statement": {"ref": ref}}
+
+    turn = parse_case(case({"dataset": "locomo", "sample_id": "fixture-1", "dia_id": "D1:3"}), DATASETS).statement
+    assert (turn.speaker, turn.source, turn.at) == ("Nadia", "locomo", datetime(2023, 2, 6, 14, 15, tzinfo=UTC))
+    assert turn.content("header") == (
+        "[2:15 pm on 6 February, 2023] Nadia: That's huge! I just adopted a three-legged cat called Biscuit."
+    )
+    note = {"dataset": "locomo", "sample_id": "fixture-2", "field": "observation", "session": 3, "speaker": "Priya"}
+    fact = parse_case(case(note | {"index": 1}), DATASETS).statement
+    assert (fact.text, fact.speaker, fact.source) == ("Priya's sister Meera lives in Toronto.", None, "locomo_facts")
+    said = {"dataset": "memorybank_cn", "user": "林晓雨", "date": "2023-05-02", "index": 2}
+    query = parse_case(case(said), DATASETS).statement
+    assert query.text.startswith("好主意。我对芒果过敏") and query.at == datetime(2023, 5, 2, 12, 2, tzinfo=UTC)
+    assert (query.speaker, query.named, query.content("plain")) == ("林晓雨", False, query.text)
+    reply = parse_case(case(said | {"field": "response"}), DATASETS).statement
+    assert reply.speaker is None and reply.text == "真遗憾，下次可以带一份自己能吃的甜点。"
+
+    raw = case({"dataset": "locomo", "sample_id": "fixture-1", "dia_id": "D99:1"})
     with pytest.raises(SetError, match="no LoCoMo turn"):
         parse_case(raw, DATASETS)
+    with pytest.raises(SetError, match="no MemoryBank turn"):
+        parse_case(case(said | {"index": 9}), DATASETS)
     with pytest.raises(SetError, match="'day'"):
         parse_case({**raw, "expected": "expire", "statement": {"text": "x", "at": "2024-03-04T09:00:00Z"}}, DATASETS)
 
@@ -97,8 +158,20 @@ def test_a_reference_to_a_missing_turn_is_refused() -> None:
 async def test_a_handful_of_cases_run_through_the_real_write_path_and_are_scored(
     cases: list[Case], tmp_path: Path
 ) -> None:
-    wanted = ["own-en-thumbs-up", "own-en-billing", "own-zh-lisa-notebook", "locomo-conv-26-D1:3", "mbcn-u00-04-27-1"]
+    wanted = ["own-en-thumbs-up", "own-en-billing", "own-zh-lisa-notebook"]
     by_id = {c.id: c for c in cases}
+    referenced = [
+        parse_case(
+            {"id": "fixture-locomo-D2:5", "lang": "en", "format": "header", "expected": "expire", "day": "2023-02-20",
+             "statement": {"ref": {"dataset": "locomo", "sample_id": "fixture-1", "dia_id": "D2:5"}}},
+            DATASETS,
+        ),
+        parse_case(
+            {"id": "fixture-mbcn-dog", "lang": "zh", "expected": "keep",
+             "statement": {"ref": {"dataset": "memorybank_cn", "user": "林晓雨", "date": "2023-05-01", "index": 1}}},
+            DATASETS,
+        ),
+    ]  # fmt: skip
     repeat = parse_case(
         {
             "id": "repeat",
@@ -109,7 +182,7 @@ async def test_a_handful_of_cases_run_through_the_real_write_path_and_are_scored
             "statement": {"text": "I keep bees", "at": "2024-03-04T09:00:00Z"},
         }
     )
-    judged = await decisions.judge([*(by_id[i] for i in wanted), repeat], tmp_path)
+    judged = await decisions.judge([*(by_id[i] for i in wanted), *referenced, repeat], tmp_path)
 
     got = {j.case.id: j.got for j in judged}
     assert got["own-en-thumbs-up"].kinds == ("skip",)  # an emoji alone is never stored

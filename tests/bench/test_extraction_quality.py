@@ -1,6 +1,8 @@
-"""The extraction-quality stage (`bench.extraction_quality`) on a tiny slice of LoCoMo and MemoryBank: the figures
-are well formed and the raw + extracted recall runs over both kinds of memory. Nothing here asserts how good the
-extractor is: that is what the stage measures, and it moves as the rules change."""
+"""The extraction-quality stage (`bench.extraction_quality`) on the LoCoMo- and MemoryBank-shaped fixture of
+tests/fixtures/ (read as the stage reads the real data, the Chinese evidence from the fixture's own labels): the
+figures are well formed and the raw + extracted recall runs over both kinds of memory. Nothing here asserts how
+good the extractor is: that is what the stage measures on the real data (`make bench`), and it moves as the rules
+change."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ import pytest
 
 from bench import extraction_quality
 from bench.extraction_quality import CONFIGS, Dataset, Figures, LanguageFigures
+from memory.evaluation import memorybank
 from memory.evaluation.locomo import truncated
+from tests.fixtures import DATASETS, MEMORYBANK, MEMORYBANK_EVIDENCE
 
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 TURNS = 60
 QUESTIONS = 4
 
@@ -28,8 +31,10 @@ def tiny(dataset: Dataset) -> Dataset:
 
 @pytest.fixture(scope="module")
 def datasets() -> list[Dataset]:
-    assert DATASETS.exists(), f"the evaluation data must be beside the repository at {DATASETS} (shared/)"
-    return [tiny(d) for d in extraction_quality.load_datasets(quick=True, root=DATASETS)]
+    english, chinese = extraction_quality.load_datasets(quick=True, root=DATASETS)
+    labelled = memorybank.load(MEMORYBANK, MEMORYBANK_EVIDENCE)[: len(chinese.conversations)]
+    assert [c.turns for c in labelled] == [c.turns for c in chinese.conversations]  # the stage's users, labelled
+    return [tiny(english), tiny(replace(chinese, conversations=tuple(labelled)))]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """`hindsight eval cases FILE.jsonl`: a tenant's own cases written with `write_memory` and asked with
 `recall_memory` through a real MCP client against the real app (a fresh embedded store per run) or a running
-`hindsight serve`; every miss explained (its rank and score parts, or its hidden state); `--json`, `--compare`
-and the weight grid; a bad line of the file refused with its line number."""
+`hindsight serve`; every miss explained (its rank and score parts, or its hidden state); `--json`, `--out`,
+`--compare` and the weight grid; a bad line of the file refused with its line number."""
 
 from __future__ import annotations
 
@@ -133,10 +133,12 @@ def test_json_gives_the_summary_every_case_with_its_hits_and_writes_and_each_mis
          "expected": [MUNICH, BERLIN], "top_k": 2},
     )  # fmt: skip
 
-    result = cli(str(path), "--json", "--k", "3")
+    out = tmp_path / "report.json"
+    result = cli(str(path), "--json", "--k", "3", "--out", str(out))
 
     assert result.returncode == 0, result.stderr[-3000:]
     body = json.loads(result.stdout)
+    assert json.loads(out.read_text()) == body and f"written to {out}" in result.stderr  # --out: the same report
     assert set(body) == {"file", "k", "where", "runs"} and body["k"] == 3
     [run] = body["runs"]
     assert run["label"] == "environment" and run["settings"] == {}

@@ -1,7 +1,8 @@
 """`hindsight eval locomo` over MCP: a real MCP client writes each turn with `write_memory` and asks each
 question with `recall_memory` against the real app on the system clock, in every turn format; what each turn
 became is read back with `list_memories`; the CLI runs the whole thing end to end in a subprocess,
-in process or against a running `hindsight serve`."""
+in process or against a running `hindsight serve`, prints the section (writing a file only with `--out`), and
+names where LoCoMo comes from when `--data` is not there."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from starlette.applications import Starlette
 
 from gateway.app import create_app
+from gateway.eval_cli import LOCOMO_SOURCE
 from gateway.eval_mcp import EvaluationFailed, McpEvaluation
 from gateway.runtime import Runtime
 from memory.evaluation import locomo
@@ -158,6 +160,54 @@ def test_the_cli_prints_the_three_formats_side_by_side_and_writes_the_section(tm
     assert result.stdout.startswith(BEGIN)
 
 
+def test_without_out_the_cli_prints_the_section_and_writes_no_file(tmp_path: Path) -> None:
+    """Run where a `bench/RESULTS.md` is (the former default, relative to the working directory): untouched."""
+    results = tmp_path / "bench" / "RESULTS.md"
+    results.parent.mkdir()
+    results.write_text("# Bench\n\nkeep me\n")
+    data = tiny(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "eval", "locomo", "--data", str(data), "--formats", "plain"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.startswith(BEGIN) and result.stdout.rstrip().endswith(END)
+    assert "| plain text | hindsight |" in result.stdout and "written to" not in result.stderr
+    assert results.read_text() == "# Bench\n\nkeep me\n"
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "bench",
+        "bench/RESULTS.md",
+        "tiny.json",
+    ]
+
+
+@pytest.mark.parametrize(("name", "problem"), [("missing.json", "no such file"), (".", "is a directory")])
+def test_missing_data_is_refused_saying_where_locomo_comes_from(tmp_path: Path, name: str, problem: str) -> None:
+    data = tmp_path / name
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "eval", "locomo", "--data", str(data)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert result.returncode == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: --data {data}: {problem}")
+    assert LOCOMO_SOURCE in line and "`data/locomo10.json`" in line and "docs/EVALUATION.md" in line
+
+
 def test_the_cli_evaluates_a_running_gateway_given_its_url_and_an_admin_token(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
@@ -179,7 +229,7 @@ def test_the_cli_evaluates_a_running_gateway_given_its_url_and_an_admin_token(tm
             ).stdout.strip()
             command = [*cli, "eval", "locomo", "--data", str(tiny(tmp_path)), "--formats", "plain,header"]
             result = subprocess.run(
-                [*command, "--url", f"http://127.0.0.1:{port}/mcp", "--token", token, "--out", "-"],
+                [*command, "--url", f"http://127.0.0.1:{port}/mcp", "--token", token],
                 cwd=REPO,
                 env=env,
                 capture_output=True,

@@ -1,6 +1,8 @@
 """The LoCoMo evaluation, engine side: parsing, the turn formats, metrics against hand-worked numbers, the
 hidden-state tally, the report, and the in-process runner (the weight grid's) on a tiny conversation in the
-LoCoMo format plus a smoke run on real dev data. The MCP runner is tested in tests/gateway/test_eval_mcp.py."""
+LoCoMo format plus a run over the LoCoMo-shaped fixture (tests/fixtures/). The MCP runner is tested in
+tests/gateway/test_eval_mcp.py; the figures on the LoCoMo dev split come from `hindsight eval locomo`
+(docs/EVALUATION.md)."""
 
 from __future__ import annotations
 
@@ -23,8 +25,7 @@ from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tenancy import Principal, scope_for
-
-DEV_DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / "locomo10-dev.json"
+from tests.fixtures import LOCOMO
 
 
 def test_recall_ndcg_and_mrr_match_a_hand_worked_example() -> None:
@@ -208,12 +209,14 @@ async def test_evidence_in_a_plan_whose_day_passed_before_the_question_is_not_hi
 
 
 @pytest.mark.anyio
-async def test_two_real_conversations_run_with_every_metric_and_both_baselines(
+async def test_two_locomo_shaped_conversations_run_with_every_metric_and_both_baselines(
     tmp_path: Path, embedder: WordLlamaEmbedder
 ) -> None:
-    assert DEV_DATA.exists(), f"the LoCoMo dev split must be beside the repository at {DEV_DATA} (shared/)"
-    two = locomo.load(DEV_DATA)[:2]
-    assert len(two) == 2 and all(c.turns and c.questions for c in two)
+    two = locomo.load(LOCOMO)
+    assert [(len(c.turns), len(c.questions), c.unresolved_evidence) for c in two] == [(20, 11, 1), (18, 9, 0)]
+    # the malformed evidence ids of the file ("D1:4; D2:01", "D3:03") are read as the turns they name
+    evidence = [[q.evidence for q in c.questions] for c in two]
+    assert ("D1:4", "D2:1") in evidence[0] and ("D3:3",) in evidence[1]
     clock = ManualClock()
     store = EdgeVectorStore.open(tmp_path / "v", model_id=embedder.model_id, dimension=embedder.dimension)
     try:
@@ -223,6 +226,7 @@ async def test_two_real_conversations_run_with_every_metric_and_both_baselines(
     finally:
         await store.close()
     assert report.conversations == 2 and report.questions == sum(len(c.questions) for c in two)
+    assert report.unresolved_evidence == 1
     for name in ("hindsight", "bm25", "dense"):
         means = report.systems[name].overall.means()
         assert set(means) == {"recall@5", "recall@10", "ndcg@10", "mrr"}

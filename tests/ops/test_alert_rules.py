@@ -1,21 +1,26 @@
 """The alert rules and the dashboard queries, checked by promtool (Debian package `prometheus`): the rules load,
 every alert passes its unit tests (deploy/prometheus-alerts.test.yml), every dashboard query parses, and the
-rules select the job the gateway is really scraped under. Without promtool these tests fail when `CI` is set and
-are skipped elsewhere."""
+rules select the job the gateway is really scraped under. Without promtool these tests fail under `CI=true` and
+are skipped elsewhere. These need no promtool: every query reads each metric as its type allows (a counter through
+`rate`/`increase`, a gauge never), every histogram is charted, and the histogram series of the rule tests and
+the latency threshold sit on the buckets the gateway really has."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from ops.metrics import Metrics
 from tests.ops.deploy_support import (
     ALERT_TESTS,
     ALERTS,
     CHART_ALERTS,
+    SELECTOR,
     alert_rules,
     compose_scrape_job,
     dashboard_exprs,
@@ -37,12 +42,120 @@ def alert_tests() -> list[dict[str, Any]]:
     return [test for path in ALERT_TESTS for test in yaml.safe_load(path.read_text())["tests"]]
 
 
-def test_a_missing_promtool_fails_the_rule_tests_saying_how_to_install_it(
+def sample_types() -> dict[str, str]:
+    """The type of each sample name the gateway exports: counter (`_total`), gauge, or histogram (`_bucket`...)."""
+    types: dict[str, str] = {}
+    for family in Metrics(tenant_label=True).registry.collect():
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"]}.get(family.type, [""])
+        types |= {family.name + suffix: family.type for suffix in suffixes}
+    return types
+
+
+def bucket_edges() -> dict[str, set[float]]:
+    """The `le` edges (+Inf included) of each histogram the gateway exports, by its `_bucket` sample name."""
+    registry = Metrics(tenant_label=True).registry
+    return {
+        collector._name + "_bucket": set(collector._upper_bounds)  # type: ignore[attr-defined]
+        for collector in registry._collector_to_names  # prometheus_client has no public list
+        if getattr(collector, "_upper_bounds", None)
+    }
+
+
+def enclosing_function(expr: str, index: int) -> str:
+    """The PromQL function whose parentheses hold position `index` of `expr` ("" at the top level)."""
+    depth = 0
+    for i in range(index - 1, -1, -1):
+        if expr[i] == ")":
+            depth += 1
+        elif expr[i] == "(":
+            if depth == 0:
+                name = re.search(r"([a-z_]+)\s*$", expr[:i])
+                return name.group(1) if name else ""
+            depth -= 1
+    return ""
+
+
+def panel_and_rule_exprs() -> list[str]:
+    exprs = [expr for dashboard in dashboards() for expr in dashboard_exprs(dashboard)]
+    return exprs + [rule["expr"] for rule in alert_rules()]
+
+
+def test_every_query_reads_a_counter_as_a_rate_and_never_a_gauge_as_one() -> None:
+    """A counter only means something per time (`rate`, `increase`; `count_over_time` to see it exists), and the
+    rate of a gauge is noise: the type of each metric (ops/metrics.py) decides how a panel or an alert reads it."""
+    types = sample_types()
+    read: dict[str, set[str]] = {}
+    for expr in panel_and_rule_exprs():
+        for match in SELECTOR.finditer(expr):
+            metric = match["metric"]
+            if metric == "up" or metric in FOREIGN_METRICS:
+                continue
+            assert metric in types, f"{metric} is not exported by ops/metrics.py"
+            function = enclosing_function(expr, match.start())
+            read.setdefault(types[metric], set()).add(function)
+            if types[metric] in ("counter", "histogram"):
+                assert function in ("rate", "increase", "count_over_time"), f"{metric} read by {function!r}: {expr}"
+            else:
+                assert function not in ("rate", "irate", "increase"), f"gauge {metric} read by {function}: {expr}"
+    assert {"counter", "histogram", "gauge"} <= set(read)
+
+
+def test_every_histogram_the_gateway_exports_is_charted_as_quantiles_on_the_dashboard() -> None:
+    exprs = [expr for dashboard in dashboards() for expr in dashboard_exprs(dashboard)]
+    histograms = {name for name, kind in sample_types().items() if kind == "histogram" and name.endswith("_bucket")}
+    assert {
+        "hindsight_recall_latency_seconds_bucket",
+        "hindsight_tool_call_duration_seconds_bucket",
+        "hindsight_http_request_duration_seconds_bucket",
+    } <= histograms
+    for bucket in histograms:
+        assert any("histogram_quantile(0.99" in expr and f"{bucket}{{" in expr for expr in exprs), bucket
+
+
+def test_latency_rule_tests_and_threshold_sit_on_the_buckets_the_gateway_exports() -> None:
+    """A rule test fed an `le` the histogram does not have, or a threshold between two buckets, would pass promtool
+    and still not show what the real series do."""
+    edges = bucket_edges()
+    fed = 0
+    for case in alert_tests():
+        for series in case["input_series"]:
+            ((metric, matchers),) = selectors(series["series"])
+            if metric.endswith("_bucket"):
+                assert float(matchers["le"].lstrip("=")) in edges[metric], series["series"]
+                fed += 1
+    assert fed
+    latency = next(rule for rule in alert_rules() if rule["alert"] == "HindsightRecallLatencyP99High")
+    threshold = float(latency["expr"].strip().rsplit(">", 1)[1])
+    assert threshold in edges["hindsight_recall_latency_seconds_bucket"]
+
+
+def test_a_missing_promtool_skips_the_rule_tests_saying_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no promtool
-    with pytest.raises(pytest.fail.Exception, match="apt-get install -y prometheus"):
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install -y prometheus"):
         promtool()
+    monkeypatch.setenv("CI", "1")  # only CI=true, as .ci/run exports it, turns the skip into a failure
+    with pytest.raises(pytest.skip.Exception):
+        promtool()
+
+
+def test_under_ci_a_missing_promtool_fails_the_rule_tests(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=r"CI must check the alert rules: .*apt-get install -y prometheus"):
+        promtool()
+
+
+def test_a_promtool_on_the_path_is_the_one_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = tmp_path / "promtool"
+    fake.write_text('#!/bin/sh\necho promtool was run with "$*"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CI", "true")
+    assert promtool() == str(fake)
+    assert run_promtool("check", "rules", "x.yml").stdout == "promtool was run with check rules x.yml\n"
 
 
 def test_alert_rules_and_the_charts_copy_pass_promtool_check_rules() -> None:
