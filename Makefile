@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# `make run PORT=9000` serves on another port (PORT given on the command line sets HINDSIGHT_PORT).
 run: $(STAMP)
-	$(BIN)/hindsight serve --print-token
+	$(if $(filter command line,$(origin PORT)),HINDSIGHT_PORT=$(PORT) )$(BIN)/hindsight serve --print-token
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -2,7 +2,9 @@
 and the admin (`gateway/admin_cli.py`) and evaluation (`gateway/eval_cli.py`) commands.
 
 Both read `Settings()` from the environment, so a token minted with `hindsight token` is accepted by a server
-started with the same environment (the embedded default shares the dev secret in the data directory).
+started with the same environment (the embedded default shares the dev secret in the data directory). Only
+`serve` creates that dev secret; `token` without a configured secret fails saying where it looked. `serve`
+checks that it can listen on its port before it prints a token.
 
 Every command logs JSON lines to stderr (`ops.logging`) and fails with one line, `error: ...`, exit 2 for a
 usage error and 1 for a failure (`gateway.cli_errors.describe`); `--debug` (or `HINDSIGHT_LOG_LEVEL=debug`)
@@ -12,11 +14,14 @@ adds debug logs and the traceback. A wrong option prints the usage of the subcom
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import socket
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from pydantic import ValidationError
@@ -30,6 +35,7 @@ from ops.config import Settings
 from ops.logging import configure_logging
 from ops.version import VERSION
 from tenancy import SCOPE_READ, SCOPE_WRITE, mint_token
+from tenancy.keys import SECRET_FILENAME, load_dev_secret
 
 QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")  # one INFO line per HTTP request otherwise
 
@@ -48,6 +54,32 @@ def _secret(settings: Settings) -> str:
     return jwt_settings(settings).secret
 
 
+def _existing_secret(settings: Settings) -> str:
+    """The secret `hindsight token` signs with: the configured one, or the dev secret a server already created in
+    the data directory. Never a new one: a server would refuse the tokens it signs."""
+    keys = (settings.jwt_secret, settings.jwt_public_key, settings.jwt_jwks_url)  # as `jwt_settings` reads them
+    if all(key is None for key in keys) and load_dev_secret(settings.data_dir) is None:
+        raise CommandFailed(_no_secret_message(settings))
+    return _secret(settings)
+
+
+def _no_secret_message(settings: Settings) -> str:
+    path = settings.data_dir.resolve() / SECRET_FILENAME
+    environ = {name.upper(): value for name, value in os.environ.items() if value}
+    if "data_dir" not in settings.model_fields_set:
+        source = f"HINDSIGHT_DATA_DIR is not set: the default ./data of {Path.cwd()}"
+    elif "HINDSIGHT_DATA_DIR" in environ:
+        source = f"HINDSIGHT_DATA_DIR={environ['HINDSIGHT_DATA_DIR']}"
+    else:
+        source = f"HINDSIGHT_DATA_DIR={settings.data_dir} from {Path('.env').resolve()}"
+    return (
+        f"no JWT secret to sign the token with: HINDSIGHT_JWT_SECRET is not set and {path} does not exist "
+        f"({source}). Start `hindsight serve` once with these settings to create it (a server started in another "
+        "directory uses its own ./data), or set HINDSIGHT_DATA_DIR to the server's data directory, or "
+        "HINDSIGHT_JWT_SECRET to its secret"
+    )
+
+
 def mint_from_args(settings: Settings, args: argparse.Namespace) -> str:
     read, write = _csv(args.read), _csv(args.write)
     if not (read or write or args.admin or args.operator):
@@ -60,7 +92,7 @@ def mint_from_args(settings: Settings, args: argparse.Namespace) -> str:
 
 def _mint(settings: Settings, args: argparse.Namespace, read: list[str], write: list[str]) -> str:
     return mint_token(
-        _secret(settings),
+        _existing_secret(settings),
         tenant=args.tenant,
         subject=args.sub,
         read=read,
@@ -116,6 +148,26 @@ def python_snippet(url: str, token: str) -> str:
     )
 
 
+def check_port_free(host: str, port: int) -> None:
+    """Fail before anything is printed when `host:port` cannot be listened on (binding as uvicorn does, with
+    SO_REUSEADDR, so a port left in TIME_WAIT by a stopped server counts as free)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        with socket.create_server((host, port), family=family):
+            pass
+    except OSError as exc:
+        other = port + 1 if port < 65535 else port - 1
+        choose = f"set HINDSIGHT_PORT (e.g. HINDSIGHT_PORT={other} hindsight serve, or make run PORT={other})"
+        if exc.errno == errno.EADDRINUSE:
+            raise CommandFailed(
+                f"cannot listen on {address}: the port is already in use (another server running?); "
+                f"choose a free port: {choose}"
+            ) from None
+        why = exc.strerror or type(exc).__name__
+        raise CommandFailed(f"cannot listen on {address}: {why}; check HINDSIGHT_HOST, or {choose}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -132,6 +184,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         where = settings.data_dir.resolve()
         hint = "stop it, or give this one another HINDSIGHT_DATA_DIR"
         raise CommandFailed(f"the data directory {where} is in use by a running server ({hint})")
+    check_port_free(settings.host, settings.port)
     if args.print_token:
         token = mint_token(
             _secret(settings),
@@ -158,7 +211,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except SystemExit as exc:  # uvicorn exits when the port is taken or the app's startup fails
         if exc.code:
             address = f"{settings.host}:{settings.port}"
-            raise CommandFailed(f"the server did not start on {address} (the log line above says why)") from None
+            raise CommandFailed(
+                f"the server did not start on {address} (the log line above says why; "
+                "HINDSIGHT_HOST and HINDSIGHT_PORT choose the address)"
+            ) from None
         raise
     return 0
 

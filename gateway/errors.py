@@ -174,7 +174,10 @@ def rejection(
 
 
 def bearer_challenge(error: str, description: str, resource_metadata_url: str | None = None) -> str:
-    challenge = f'Bearer realm="hindsight", error="{error}", error_description="{description}"'
+    # an RFC 9110 quoted-string of printable ASCII (a header is latin-1 at most; the body keeps the exact text)
+    printable = "".join(char if " " <= char <= "~" else "?" for char in description)
+    quoted = printable.replace("\\", "\\\\").replace('"', '\\"')
+    challenge = f'Bearer realm="hindsight", error="{error}", error_description="{quoted}"'
     if resource_metadata_url:
         challenge += f', resource_metadata="{resource_metadata_url}"'
     return challenge

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
 from prometheus_client import CONTENT_TYPE_LATEST
-from starlette.requests import Request
+from starlette.authentication import AuthCredentials, BaseUser
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -25,13 +26,49 @@ from gateway.tool_support import RuntimeHolder
 from memory.errors import MemoryEngineError
 from ops.config import Settings
 from ops.metrics import Metrics
-from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE
+from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, AuthenticationFailed
+from tenancy.jwt_verifier import recorded_rejections
 
 MEMORY_SCOPES = (SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN)
+AUTH_FAILURE = "hindsight.auth_failure"  # request scope key: why the request carries no authenticated user
+UNAUTHENTICATED = "a valid bearer token is required"
+
+
+class ExplainedBearerAuth(BearerAuthBackend):
+    """The SDK's bearer-token backend that also keeps why a request is not authenticated, an
+    `AuthenticationFailed` (its reason and a message safe to show the caller), in the request scope under
+    `AUTH_FAILURE`, for `McpAuthGate`'s 401. Requests that need no token (probes) are unaffected."""
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
+        with recorded_rejections() as rejected:
+            result: tuple[AuthCredentials, BaseUser] | None = await super().authenticate(conn)  # SDK: unannotated
+        if result is None:
+            conn.scope[AUTH_FAILURE] = rejected[-1] if rejected else _unverified(conn)
+        return result
+
+
+def _unverified(conn: HTTPConnection) -> AuthenticationFailed:
+    """Why a request the verifier refused nothing of is unauthenticated: it sent no bearer token, or the SDK
+    refused the token the verifier accepted, which it does only past the token's `exp` (our leeway aside)."""
+    header = conn.headers.get("authorization", "")
+    if not header.lower().startswith("bearer "):
+        return AuthenticationFailed(
+            "no bearer token was presented (send the header 'Authorization: Bearer <token>')", reason="missing_token"
+        )
+    return AuthenticationFailed("token has expired", reason="expired")
+
+
+def unauthenticated_message(scope: Scope) -> str:
+    """The 401 message: that a valid token is required, and why this request's was not (when known)."""
+    failure = scope.get(AUTH_FAILURE)
+    if isinstance(failure, AuthenticationFailed):
+        return f"{UNAUTHENTICATED}: {failure.message}"
+    return UNAUTHENTICATED
 
 
 class McpAuthGate:
-    """401 with `WWW-Authenticate` without a valid token; 403 when the token carries no memory scope at all.
+    """401 with `WWW-Authenticate` without a valid token (saying why: `ExplainedBearerAuth`); 403 when the token
+    carries no memory scope at all.
 
     Which scope each tool needs is checked per tool; this gate keeps tokens minted for other services out. It
     never reads the body of a request it refuses, so the JSON-RPC error it answers has `"id": null`.
@@ -46,7 +83,7 @@ class McpAuthGate:
         if not isinstance(user, AuthenticatedUser):
             refusal = rejection(
                 "unauthenticated",
-                "a valid bearer token is required",
+                unauthenticated_message(scope),
                 resource_metadata_url=self.resource_metadata_url,
             )
         elif not any(s in user.scopes for s in MEMORY_SCOPES):

@@ -11,6 +11,10 @@ The allow-list defaults to HS256 with a secret and RS256 + ES256 with public key
 with public keys (algorithm confusion), `none` always. The token's header `alg` must be in the allow-list and fit
 the key's type before any verification is attempted. Oversized tokens are rejected before parsing. The token
 itself is never logged or echoed.
+
+`verify_token` answers None for a refused token, as the protocol wants; inside `recorded_rejections()` it also
+records why (the `AuthenticationFailed`, whose message is safe to show the caller), so the HTTP layer can say
+which of expired / bad signature / wrong audience / malformed ... in its 401.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import functools
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +52,22 @@ from tenancy.public_keys import (
 
 VERIFIED_CACHE_SECONDS = 60.0
 VERIFIED_CACHE_SIZE = 10_000
+BAD_SIGNATURE = "token signature is invalid (it was signed with another secret or key than this server's)"
 logger = logging.getLogger(__name__)
+
+_rejections: ContextVar[list[AuthenticationFailed] | None] = ContextVar("hindsight_token_rejections", default=None)
+
+
+@contextmanager
+def recorded_rejections() -> Iterator[list[AuthenticationFailed]]:
+    """The list of the `AuthenticationFailed` of every token `JwtVerifier.verify_token` refuses in this block (in
+    this task): the `TokenVerifier` protocol only lets it answer None, and the 401 should still say why."""
+    found: list[AuthenticationFailed] = []
+    reset = _rejections.set(found)
+    try:
+        yield found
+    finally:
+        _rejections.reset(reset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +229,9 @@ class JwtVerifier:
                 )
         except AuthenticationFailed as exc:
             logger.info("bearer token rejected: %s", exc.reason)
+            recording = _rejections.get()
+            if recording is not None:
+                recording.append(exc)
             return None
         issuer = payload.get("iss")
         return PrincipalAccessToken(
@@ -289,7 +313,7 @@ class JwtVerifier:
             except jwt.InvalidTokenError as exc:
                 raise _translate(exc) from None
             return payload
-        raise AuthenticationFailed("token signature is invalid", reason="bad_signature")
+        raise AuthenticationFailed(BAD_SIGNATURE, reason="bad_signature")
 
 
 def _translate(exc: jwt.InvalidTokenError) -> AuthenticationFailed:
@@ -299,13 +323,15 @@ def _translate(exc: jwt.InvalidTokenError) -> AuthenticationFailed:
     if isinstance(exc, jwt.ImmatureSignatureError):
         return AuthenticationFailed("token is not valid yet (nbf/iat in the future)", reason="not_yet_valid")
     if isinstance(exc, jwt.InvalidAudienceError):
-        return AuthenticationFailed("token was not issued for this audience", reason="wrong_audience")
+        return AuthenticationFailed("token was not issued for this audience (its 'aud' claim)", reason="wrong_audience")
     if isinstance(exc, jwt.InvalidIssuerError):
-        return AuthenticationFailed("token was not issued by the configured issuer", reason="wrong_issuer")
+        return AuthenticationFailed(
+            "token was not issued by the configured issuer (its 'iss' claim)", reason="wrong_issuer"
+        )
     if isinstance(exc, jwt.MissingRequiredClaimError):
         return AuthenticationFailed(f"token has no {exc.claim!r} claim", reason="missing_claim")
     if isinstance(exc, jwt.InvalidSignatureError):
-        return AuthenticationFailed("token signature is invalid", reason="bad_signature")
+        return AuthenticationFailed(BAD_SIGNATURE, reason="bad_signature")
     if isinstance(exc, jwt.InvalidAlgorithmError):
         return AuthenticationFailed("token algorithm is not allowed", reason="algorithm_not_allowed")
     if isinstance(exc, jwt.InvalidKeyError):

@@ -1,4 +1,5 @@
-"""The development HS256 secret: `load_or_create_dev_secret` reads or creates `<data_dir>/jwt-secret`.
+"""The development HS256 secret: `load_or_create_dev_secret` reads or creates `<data_dir>/jwt-secret` (the server),
+`load_dev_secret` only reads it (`hindsight token`, which must sign with the server's secret, never a new one).
 
 Only for dev and single-node installs; production deployments configure their own secret or public keys.
 The secret file is created with mode 0600 from the first byte on: the secret is written to a private temporary
@@ -33,6 +34,14 @@ def load_or_create_dev_secret(data_dir: Path) -> str:
     if not path.exists():
         _create(path, secrets.token_urlsafe(_SECRET_BYTES))
     return _read(path)
+
+
+def load_dev_secret(data_dir: Path) -> str | None:
+    """The secret stored in `data_dir/jwt-secret`, or None when there is no such file. Creates nothing."""
+    try:
+        return _read(data_dir / SECRET_FILENAME)
+    except FileNotFoundError:
+        return None
 
 
 def _create(path: Path, secret: str) -> None:

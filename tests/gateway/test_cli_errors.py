@@ -8,6 +8,8 @@ import argparse
 import asyncio
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -114,7 +116,10 @@ def test_a_token_signed_with_another_secret_fails_with_one_line_naming_http_401(
     )
 
     assert result.returncode == 1
-    assert error_line(result).startswith("error: 401 unauthorized (unauthenticated, MCP error code -32003): ")
+    line = error_line(result)
+    assert line.startswith("error: 401 unauthorized (unauthenticated, MCP error code -32003): "), line
+    assert line.endswith("token signature is invalid (it was signed with another secret or key than this server's)")
+    assert ANOTHER_SECRET not in line
 
 
 def test_an_unreachable_url_fails_with_one_line_naming_the_url_and_the_reason(server: Server) -> None:
@@ -180,6 +185,61 @@ def test_token_without_any_namespace_is_refused_as_a_usage_error(tmp_path: Path)
     assert result.returncode == 2
     assert "--read" in error_line(result) and "--admin" in result.stderr
     assert result.stdout == ""
+
+
+def test_token_without_a_secret_fails_naming_where_it_looked_and_creates_none(tmp_path: Path) -> None:
+    result = hindsight("token", "--tenant", "acme", "--sub", "x", "--admin", env=clean_env(), cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert error_line(result) == (
+        "error: no JWT secret to sign the token with: HINDSIGHT_JWT_SECRET is not set and "
+        f"{tmp_path.resolve()}/data/jwt-secret does not exist (HINDSIGHT_DATA_DIR is not set: the default ./data "
+        f"of {tmp_path.resolve()}). Start `hindsight serve` once with these settings to create it (a server started "
+        "in another directory uses its own ./data), or set HINDSIGHT_DATA_DIR to the server's data directory, or "
+        "HINDSIGHT_JWT_SECRET to its secret"
+    )
+    assert list(tmp_path.iterdir()) == []  # no ./data, no jwt-secret
+
+
+def test_token_names_the_data_directory_setting_it_read(tmp_path: Path) -> None:
+    env = clean_env(HINDSIGHT_DATA_DIR="elsewhere")
+
+    result = hindsight("token", "--tenant", "acme", "--sub", "x", "--admin", env=env, cwd=tmp_path)
+
+    assert result.returncode == 1
+    line = error_line(result)
+    assert f"{tmp_path.resolve()}/elsewhere/jwt-secret does not exist (HINDSIGHT_DATA_DIR=elsewhere)" in line
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_serve_on_a_port_in_use_fails_before_printing_a_token_naming_hindsight_port(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        env = clean_env(HINDSIGHT_DATA_DIR=str(tmp_path / "data"), HINDSIGHT_PORT=str(port))
+
+        result = hindsight("serve", "--print-token", env=env, cwd=tmp_path)
+
+    assert result.returncode == 1
+    assert result.stdout == ""  # no banner, no token
+    assert error_line(result) == (
+        f"error: cannot listen on 127.0.0.1:{port}: the port is already in use (another server running?); choose "
+        f"a free port: set HINDSIGHT_PORT (e.g. HINDSIGHT_PORT={port + 1} hindsight serve, or make run "
+        f"PORT={port + 1})"
+    )
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_run_passes_port_as_hindsight_port() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    dry = ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "run"]
+    env = {k: v for k, v in os.environ.items() if k != "PORT"}
+
+    with_port = subprocess.run([*dry, "PORT=9123"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+    without = subprocess.run(dry, cwd=repo, env=env | {"PORT": "3000"}, capture_output=True, text=True, timeout=60)
+
+    assert with_port.stdout.splitlines()[-1] == "HINDSIGHT_PORT=9123 .venv/bin/hindsight serve --print-token"
+    assert without.stdout.splitlines()[-1] == ".venv/bin/hindsight serve --print-token"  # PORT of the environment
 
 
 def test_an_invalid_setting_fails_with_one_line_naming_the_variable(tmp_path: Path) -> None:

@@ -131,6 +131,7 @@ async def test_a_token_from_hindsight_token_is_accepted_by_the_server(server: di
 def test_hindsight_token_rejects_a_malformed_namespace(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
     env["HINDSIGHT_DATA_DIR"] = str(tmp_path)
+    env["HINDSIGHT_JWT_SECRET"] = "a-configured-secret-" + "x" * 32  # `token` never creates one
     result = subprocess.run(
         [sys.executable, "-m", "gateway.cli", "token", "--tenant", "acme", "--sub", "x", "--read", "Bad NS"],
         env=env,

@@ -9,12 +9,14 @@ success and tool errors (a result with `is_error`, our error as text, no structu
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import jwt
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -24,7 +26,7 @@ from starlette.applications import Starlette
 from gateway.app import create_app
 from memory.clock import ManualClock
 from ops.config import Settings, TenantLimits
-from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running, tool_error
+from tests.conftest import BASE_URL, SECRET, Mint, data, make_settings, mcp_session, running, tool_error
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -129,17 +131,40 @@ async def test_the_protected_resource_metadata_names_the_resource_its_scopes_and
 # --- 401 and 403 --------------------------------------------------------------------------------------------
 
 
+NO_TOKEN = (
+    "a valid bearer token is required: no bearer token was presented (send the header 'Authorization: Bearer <token>')"
+)
+
+
 async def test_a_missing_token_gets_401_with_a_challenge_and_a_json_rpc_error_with_id_null(app: Starlette) -> None:
     async with client(app) as http:
         response = await http.post("/mcp", json=tool_call("whoami", call_id=3))
     assert response.status_code == 401
     assert response.headers["content-type"] == "application/json"
     assert response.headers["www-authenticate"] == (
-        'Bearer realm="hindsight", error="invalid_token", error_description="a valid bearer token is required", '
+        f'Bearer realm="hindsight", error="invalid_token", error_description="{NO_TOKEN}", '
         f'resource_metadata="{METADATA_URL}"'
     )
     assert "retry-after" not in response.headers
-    assert response.json() == refusal(-32003, "unauthenticated", "a valid bearer token is required")
+    assert response.json() == refusal(-32003, "unauthenticated", NO_TOKEN)
+
+
+async def test_a_reason_with_double_quotes_stays_one_quoted_string_in_the_challenge(app: Starlette) -> None:
+    token = jwt.encode(
+        {"sub": "a", "tenant": "acme", "aud": "hindsight", "exp": int(time.time()) + 600, "namespaces": ["user:1"]},
+        SECRET,
+        "HS256",
+    )
+    async with client(app, token) as http:
+        response = await http.post("/mcp", json=tool_call("whoami"))
+    message = response.json()["error"]["data"]["message"]
+    assert response.status_code == 401
+    assert message == (
+        "a valid bearer token is required: "
+        """claim 'namespaces' must be an object {"read": [...], "write": [...]}"""
+    )
+    quoted = message.replace('"', '\\"')
+    assert f'error_description="{quoted}", resource_metadata=' in response.headers["www-authenticate"]
 
 
 @pytest.mark.parametrize("token", [None, "not.a.jwt"], ids=["no token", "invalid token"])
@@ -151,6 +176,8 @@ async def test_the_sdk_client_without_a_valid_token_raises_unauthenticated(app: 
     assert error.data["code"] == "unauthenticated"
     assert error.data["retryable"] is False
     assert "unauthenticated" in error.message
+    says = "no bearer token was presented" if token is None else "bearer token is not a well-formed JWT"
+    assert says in error.data["message"]
 
 
 async def test_a_token_without_any_memory_scope_gets_403_with_a_json_rpc_error(app: Starlette, mint: Mint) -> None:

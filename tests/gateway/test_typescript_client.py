@@ -149,7 +149,7 @@ def test_a_bad_token_fails_the_connection_with_401_and_our_unauthenticated_error
     assert thrown["body"]["error"]["code"] == -32003
     assert refusal_data(thrown) == {
         "code": "unauthenticated",
-        "message": "a valid bearer token is required",
+        "message": "a valid bearer token is required: bearer token is not a well-formed JWT",
         "retryable": False,
         "retry_after_seconds": None,
     }
