@@ -4,10 +4,13 @@
 #
 # Two stages: the builder installs the locked dependencies (all manylinux wheels, no compiler needed), then the
 # package, into /opt/venv and proves that every shipped embedding model loads with no network; the runtime stage
-# copies that venv onto a clean slim base and runs as an unprivileged user. Pin the base by digest too when you
-# build for production (python:3.11.14-slim-bookworm@sha256:...). Needs BuildKit (the default builder).
+# copies that venv onto a clean slim base and runs as an unprivileged user. Needs BuildKit (the default builder).
+#
+# The base is pinned by tag and digest (the multi-platform index published for python:3.11.14-slim-bookworm; the
+# image itself is built for linux/amd64 only, as requirements.lock): a rebuild of the tag upstream changes nothing
+# here until both are renewed together (docker buildx imagetools inspect python:<tag> prints the digest).
 
-FROM python:3.11.14-slim-bookworm AS builder
+FROM python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c85c1e69fa184956261b4301ebaf6dbb0a3543d AS builder
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -43,7 +46,7 @@ RUN --network=none export HF_HUB_OFFLINE=1 HF_HOME=/tmp/no-hub \
     && python -I -c "import anyio; from memory.embedders import build_embedder; e = build_embedder('use'); assert len(anyio.run(e.embed_query, 'offline')) == e.dimension; print('embedder ok:', e.model_id, e.dimension)"
 
 
-FROM python:3.11.14-slim-bookworm AS runtime
+FROM python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c85c1e69fa184956261b4301ebaf6dbb0a3543d AS runtime
 
 ARG UID=10001
 ARG GID=10001

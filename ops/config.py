@@ -1,17 +1,39 @@
-"""`Settings`: the gateway's whole configuration, read from `HINDSIGHT_*` environment variables (and `.env`).
+"""`Settings`: the gateway's whole configuration, read from `HINDSIGHT_*` environment variables (and `.env`), its
+secrets also from files (`HINDSIGHT_<NAME>_FILE`, `HINDSIGHT_SECRETS_DIR`: `Settings.settings_customise_sources`).
 
-Nothing here runs at import time: `Settings()` reads the environment when it is called.
+Nothing here runs at import time: `Settings()` reads the environment and the files when it is called.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SecretsSettingsSource,
+    SettingsConfigDict,
+)
 
 PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource"  # RFC 9728 §3
+# The settings that hold a secret, each also read from the file that `HINDSIGHT_<NAME>_FILE` names: every SecretStr
+# field, and the Redis URL (it carries the password). tests/ops/test_config.py checks that no SecretStr is missing.
+SECRET_FILE_SETTINGS = ("jwt_secret", "redis_url", "qdrant_api_key", "llm_api_key", "embedder_api_key")
+
+
+class UnreadableSecretFile:
+    """What the file sources give a setting whose file cannot be read (or, for a `_FILE`, is empty): a validator
+    turns it into a validation error of that setting (`Settings()` raises `ValidationError`, as for any invalid
+    value, and the message names the variable and the file, never a content)."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
 
 
 class TenantLimits(BaseModel):
@@ -149,6 +171,14 @@ class Settings(BaseSettings):
     )
     archive_max_access_count: int = Field(
         3, ge=0, description="Only memories recalled at most this many times are archived as idle."
+    )
+
+    # secrets from files, read before the environment (settings_customise_sources)
+    secrets_dir: Path | None = Field(
+        None,
+        description="Directory of secret files named like the variables (HINDSIGHT_JWT_SECRET, HINDSIGHT_REDIS_URL, "
+        "...; any case), e.g. a mounted Kubernetes Secret: a file wins over the variable. Set in the environment "
+        "or .env (not in a file). HINDSIGHT_<NAME>_FILE names the file of one secret instead.",
     )
 
     # auth
@@ -299,6 +329,44 @@ class Settings(BaseSettings):
         7 * 86_400, gt=0, description="Recall-log entries older than this are dropped."
     )
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Where each setting comes from, the first that has it winning: the arguments; `HINDSIGHT_<NAME>_FILE`
+        (for `SECRET_FILE_SETTINGS`); the files of `HINDSIGHT_SECRETS_DIR` (pydantic-settings' secrets source,
+        as `secrets_dir` would configure it); the environment; `.env`.
+
+        Files come before the environment, unlike pydantic-settings' default order, so that a mounted secret wins
+        over a plain variable of the same name (the chart's ConfigMap sets a Redis URL, its Secret may hold the
+        one with the password). Both `_FILE` variables and the directory are read from the environment (then
+        `.env`) when `Settings()` is called."""
+        variables = {**_variables(dotenv_settings), **_variables(env_settings)}
+        directory = _init_argument(init_settings, "secrets_dir") or variables.get("hindsight_secrets_dir")
+        sources: list[PydanticBaseSettingsSource] = [init_settings, SecretFileSettingsSource(settings_cls, variables)]
+        if directory and Path(directory).is_dir():  # else the secrets_dir field's validator reports it
+            sources.append(SecretsDirSettingsSource(settings_cls, secrets_dir=Path(directory)))
+        return (*sources, file_secret_settings, env_settings, dotenv_settings)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _secret_file_was_read(cls, value: object) -> object:
+        if isinstance(value, UnreadableSecretFile):
+            raise ValueError(value.message)
+        return value
+
+    @field_validator("secrets_dir")
+    @classmethod
+    def _secrets_dir_is_a_directory(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_dir():
+            raise ValueError(f"HINDSIGHT_SECRETS_DIR={value} is not a directory")
+        return value
+
     @field_validator("jwt_algorithms")
     @classmethod
     def _no_none_algorithm(cls, value: list[str]) -> list[str]:
@@ -388,6 +456,68 @@ class Settings(BaseSettings):
     def embedded(self) -> bool:
         """True when no external server is configured: everything lives in this process and `data_dir`."""
         return self.redis_url is None and self.qdrant_url is None
+
+
+class SecretFileSettingsSource(PydanticBaseSettingsSource):
+    """`HINDSIGHT_<NAME>_FILE=<path>` for each of `SECRET_FILE_SETTINGS` (the Docker convention, as in
+    `docker-compose.yml`'s secrets): the setting is the file's text, surrounding whitespace (its final newline)
+    stripped. A file that cannot be read, or is empty, is an error of that setting, never a silent fallback."""
+
+    def __init__(self, settings_cls: type[BaseSettings], variables: Mapping[str, str | None]) -> None:
+        super().__init__(settings_cls)
+        self._variables = variables  # lower-case names, empty values dropped (the settings are case-insensitive)
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        variable = f"HINDSIGHT_{field_name.upper()}_FILE"
+        path = self._variables.get(variable.lower()) if field_name in SECRET_FILE_SETTINGS else None
+        if not path:
+            return None, field_name, False
+        try:
+            text = Path(path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            return UnreadableSecretFile(f"{variable}={path}: {exc.strerror or exc}"), field_name, False
+        except UnicodeDecodeError:
+            return UnreadableSecretFile(f"{variable}={path}: not UTF-8 text"), field_name, False
+        if not text:
+            return UnreadableSecretFile(f"{variable}={path}: the file is empty"), field_name, False
+        return text, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for name in SECRET_FILE_SETTINGS:
+            value, key, _ = self.get_field_value(self.settings_cls.model_fields[name], name)
+            if value is not None:
+                found[key] = value
+        return found
+
+
+class SecretsDirSettingsSource(SecretsSettingsSource):
+    """pydantic-settings' secrets-directory source (files named `hindsight_<field>`, any case), with an empty file
+    taken as unset, as an empty variable is (`env_ignore_empty`), and an unreadable one (e.g. a Kubernetes Secret
+    volume without the pod's fsGroup) an error of its setting."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        try:
+            value, key, is_complex = super().get_field_value(field, field_name)
+        except OSError as exc:
+            failed = f"HINDSIGHT_SECRETS_DIR={self.secrets_dir}: {exc.filename or field_name}: {exc.strerror or exc}"
+            return UnreadableSecretFile(failed), field_name, False
+        return (None if value == "" else value), key, is_complex
+
+    def prepare_field_value(self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool) -> Any:
+        if isinstance(value, UnreadableSecretFile):  # not JSON to decode, even for a list or dict setting
+            return value
+        return super().prepare_field_value(field_name, field, value, value_is_complex)
+
+
+def _variables(source: PydanticBaseSettingsSource) -> dict[str, str]:
+    """The variables an environment or dotenv source read (names in lower case), without the empty ones."""
+    found = source.env_vars if isinstance(source, EnvSettingsSource) else {}
+    return {name: value for name, value in found.items() if value}
+
+
+def _init_argument(source: PydanticBaseSettingsSource, name: str) -> Any:
+    return source.init_kwargs.get(name) if isinstance(source, InitSettingsSource) else None
 
 
 def _url_host(host: str) -> str:

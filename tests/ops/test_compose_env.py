@@ -6,28 +6,30 @@ installed here, so Compose's interpolation is applied by tests/ops/deploy_suppor
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from ops.config import Settings
+from ops.config import SECRET_FILE_SETTINGS, Settings
 from tests.ops.deploy_support import (
     COMPOSE_ONLY_HINDSIGHT_VARIABLES,
     ENV_EXAMPLE,
     ComposeRefusal,
+    compose,
     compose_interpolate,
     gateway_container_environment,
     ready_gateway,
     services,
     settings_from,
     uncommented_example,
+    with_docker_secrets,
 )
 
 SECRET = "0123456789abcdef" * 4
-NO_SECRET = re.escape("set HINDSIGHT_JWT_SECRET in .env")  # the `:?` message in docker-compose.yml
+FILE_SECRET = "fedcba9876543210" * 4  # ./secrets/jwt_secret, the Docker secret
 
 
 def _clear_hindsight_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,25 +97,46 @@ def test_the_gateway_reads_dotenv_as_an_optional_env_file() -> None:
     assert services()["gateway"]["env_file"] == [{"path": ".env", "required": False}]
 
 
-def test_compose_refuses_to_start_from_env_example_until_the_secret_is_set() -> None:
-    with pytest.raises(ComposeRefusal, match=NO_SECRET):
-        gateway_container_environment(ENV_EXAMPLE.read_text())
-    with pytest.raises(ComposeRefusal, match=NO_SECRET):
-        gateway_container_environment(None)  # no .env at all: the optional env_file is skipped, the secret is not
-    rendered = gateway_container_environment(ENV_EXAMPLE.read_text().replace("JWT_SECRET=\n", f"JWT_SECRET={SECRET}\n"))
-    assert rendered["HINDSIGHT_JWT_SECRET"] == SECRET
+def _gateway_settings(rendered: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The gateway's Settings from its rendered environment, ./secrets/jwt_secret holding FILE_SECRET."""
+    hindsight = {name: value for name, value in rendered.items() if name.startswith("HINDSIGHT_")}
+    return settings_from(with_docker_secrets(hindsight, tmp_path, {"jwt_secret": FILE_SECRET}), monkeypatch)
+
+
+def test_the_jwt_secret_reaches_the_gateway_as_a_docker_secret_file_not_a_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert compose()["secrets"]["jwt_secret"] == {"file": "./secrets/jwt_secret"}
+    assert services()["gateway"]["secrets"] == ["jwt_secret"]
+    for dotenv in (ENV_EXAMPLE.read_text(), None):  # the example as copied, or no .env at all: nothing refuses
+        rendered = gateway_container_environment(dotenv)
+        assert rendered["HINDSIGHT_JWT_SECRET_FILE"] == "/run/secrets/jwt_secret"
+        assert not rendered.get("HINDSIGHT_JWT_SECRET")
+        settings = _gateway_settings(rendered, tmp_path, monkeypatch)
+        assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == FILE_SECRET
+
+
+def test_the_gateway_refuses_to_start_when_the_secret_file_is_not_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compose itself refuses a missing secret file (the bind mount has no source); an older Compose mounts an empty
+    directory there instead, which the gateway refuses too: it never falls back to a dev secret."""
+    rendered = gateway_container_environment(ENV_EXAMPLE.read_text())
+    hindsight = {name: value for name, value in rendered.items() if name.startswith("HINDSIGHT_")}
+    with pytest.raises(ValidationError, match="HINDSIGHT_JWT_SECRET_FILE=/run/secrets/jwt_secret"):
+        settings_from(hindsight, monkeypatch)
 
 
 def test_every_hindsight_variable_compose_hands_the_gateway_is_a_setting_and_they_validate(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rendered = gateway_container_environment(uncommented_example(SECRET))
     hindsight = {name: value for name, value in rendered.items() if name.startswith("HINDSIGHT_")}
     fields = {f"HINDSIGHT_{name.upper()}" for name in Settings.model_fields}
+    fields |= {f"HINDSIGHT_{name.upper()}_FILE" for name in SECRET_FILE_SETTINGS}
     assert set(hindsight) - COMPOSE_ONLY_HINDSIGHT_VARIABLES <= fields, set(hindsight) - fields
     assert not COMPOSE_ONLY_HINDSIGHT_VARIABLES & fields
-    settings = settings_from(hindsight, monkeypatch)
-    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == SECRET
+    settings = _gateway_settings(rendered, tmp_path, monkeypatch)
+    # a secret left in .env (as the example once said) reaches the container, but the Docker secret wins
+    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == FILE_SECRET
     assert (settings.host, settings.port, str(settings.data_dir)) == ("0.0.0.0", 8080, "/data")
     assert settings.redis_url == "redis://redis:6379/0"
     assert settings.qdrant_url == "http://qdrant:6333"
@@ -121,7 +144,7 @@ def test_every_hindsight_variable_compose_hands_the_gateway_is_a_setting_and_the
 
 
 def test_a_setting_only_in_dotenv_reaches_the_gateway_and_environment_wins_over_dotenv(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     listed = set(services()["gateway"]["environment"])
     assert "HINDSIGHT_MAX_TOP_K" not in listed and "HINDSIGHT_JWT_ISSUER" not in listed
@@ -132,21 +155,21 @@ def test_a_setting_only_in_dotenv_reaches_the_gateway_and_environment_wins_over_
         "HINDSIGHT_DATA_DIR=/somewhere/else\n"  # the wiring under `environment:` is not overridden by .env
         "HINDSIGHT_REDIS_URL=redis://elsewhere:6379/0\n"
     )
-    settings = settings_from(
-        {k: v for k, v in gateway_container_environment(dotenv).items() if k.startswith("HINDSIGHT_")}, monkeypatch
-    )
+    settings = _gateway_settings(gateway_container_environment(dotenv), tmp_path, monkeypatch)
     assert settings.jwt_issuer == "https://auth.example.com"
     assert settings.max_top_k == 50
     assert str(settings.data_dir) == "/data"
     assert settings.redis_url == "redis://redis:6379/0"
 
 
-def test_an_empty_optional_line_in_dotenv_falls_back_to_the_compose_default(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_empty_optional_line_in_dotenv_falls_back_to_the_compose_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dotenv = f"HINDSIGHT_JWT_SECRET={SECRET}\nHINDSIGHT_LOG_LEVEL=\nHINDSIGHT_JWT_AUDIENCE=\nHINDSIGHT_LLM_URL=\n"
     rendered = gateway_container_environment(dotenv)
     assert rendered["HINDSIGHT_LOG_LEVEL"] == "info"  # ${HINDSIGHT_LOG_LEVEL:-info}
     assert rendered["HINDSIGHT_LLM_URL"] == ""  # passed through by env_file, empty ...
-    settings = settings_from({k: v for k, v in rendered.items() if k.startswith("HINDSIGHT_")}, monkeypatch)
+    settings = _gateway_settings(rendered, tmp_path, monkeypatch)
     assert settings.llm_url is None  # ... and the gateway reads it as unset
     assert settings.jwt_audience == "hindsight"
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import importlib
+import os
+import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 import ops.config
-from ops.config import Settings
+from ops.config import SECRET_FILE_SETTINGS, Settings
 
 
 def test_defaults_match_the_design(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,4 +112,163 @@ def test_the_recall_candidate_depth_reaches_the_engine_and_is_bounded(monkeypatc
     for refused in ("49", "5000", "many"):
         monkeypatch.setenv("HINDSIGHT_RECALL_CANDIDATES", refused)
         with pytest.raises(ValidationError, match="recall_candidates"):
+            Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+# -- secrets from files (issue #31.5): HINDSIGHT_<NAME>_FILE and HINDSIGHT_SECRETS_DIR ---------------------------------
+
+FILE_SECRET = "f" * 40
+ENV_SECRET = "e" * 40
+
+
+def _no_hindsight_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in os.environ if n.startswith("HINDSIGHT_")]:
+        monkeypatch.delenv(name)
+
+
+def test_every_secret_setting_can_be_read_from_a_file() -> None:
+    secret_fields = {name for name, field in Settings.model_fields.items() if "SecretStr" in str(field.annotation)}
+    assert secret_fields == {"jwt_secret", "qdrant_api_key", "llm_api_key", "embedder_api_key"}
+    assert set(SECRET_FILE_SETTINGS) == secret_fields | {"redis_url"}  # the Redis URL carries its password
+
+
+def test_a_secret_is_read_from_the_file_its_file_variable_names_when_settings_are_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_hindsight_environment(monkeypatch)
+    importlib.reload(ops.config)  # nothing is read at import: the file appears after it
+    secret = tmp_path / "jwt_secret"
+    monkeypatch.setenv("HINDSIGHT_JWT_SECRET_FILE", str(secret))
+    monkeypatch.setenv("HINDSIGHT_REDIS_URL_FILE", str(tmp_path / "redis_url"))
+    secret.write_text(FILE_SECRET + "\n")  # as `openssl rand -hex 32 > file` leaves it
+    (tmp_path / "redis_url").write_text("redis://:pass@redis:6379/0\n")
+    settings = ops.config.Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == FILE_SECRET
+    assert settings.redis_url == "redis://:pass@redis:6379/0"
+    assert FILE_SECRET not in repr(settings)
+    secret.write_text("g" * 40)
+    assert ops.config.Settings(_env_file=None).jwt_secret.get_secret_value() == "g" * 40  # type: ignore[call-arg,union-attr]
+
+
+def test_a_secret_file_wins_over_the_variable_and_arguments_win_over_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_hindsight_environment(monkeypatch)
+    (tmp_path / "key").write_text("qdrant-key-from-file")
+    monkeypatch.setenv("HINDSIGHT_QDRANT_API_KEY", "qdrant-key-from-env")
+    monkeypatch.setenv("HINDSIGHT_QDRANT_API_KEY_FILE", str(tmp_path / "key"))
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.qdrant_api_key is not None
+    assert settings.qdrant_api_key.get_secret_value() == "qdrant-key-from-file"
+    explicit = Settings(_env_file=None, qdrant_api_key="from-an-argument")  # type: ignore[call-arg]
+    assert explicit.qdrant_api_key is not None and explicit.qdrant_api_key.get_secret_value() == "from-an-argument"
+
+
+def test_a_file_variable_in_dotenv_counts_and_the_environment_wins_over_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_hindsight_environment(monkeypatch)
+    (tmp_path / "a").write_text("llm-key-a")
+    (tmp_path / "b").write_text("llm-key-b")
+    dotenv = tmp_path / ".env"
+    dotenv.write_text(f"HINDSIGHT_LLM_API_KEY_FILE={tmp_path / 'a'}\nHINDSIGHT_EMBEDDER_API_KEY_FILE=\n")
+    settings = Settings(_env_file=dotenv)  # type: ignore[call-arg]
+    assert settings.llm_api_key is not None and settings.llm_api_key.get_secret_value() == "llm-key-a"
+    assert settings.embedder_api_key is None  # an empty variable is unset, as everywhere
+    monkeypatch.setenv("HINDSIGHT_LLM_API_KEY_FILE", str(tmp_path / "b"))
+    again = Settings(_env_file=dotenv)  # type: ignore[call-arg]
+    assert again.llm_api_key is not None and again.llm_api_key.get_secret_value() == "llm-key-b"
+
+
+def test_a_missing_or_empty_secret_file_is_an_invalid_setting_that_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_hindsight_environment(monkeypatch)
+    monkeypatch.setenv("HINDSIGHT_JWT_SECRET", ENV_SECRET)  # never a silent fallback to the variable
+    monkeypatch.setenv("HINDSIGHT_JWT_SECRET_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ValidationError, match=r"jwt_secret\n.*HINDSIGHT_JWT_SECRET_FILE=.*missing: No such file"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+    (tmp_path / "empty").write_text("\n")
+    monkeypatch.setenv("HINDSIGHT_JWT_SECRET_FILE", str(tmp_path / "empty"))
+    with pytest.raises(ValidationError, match=r"HINDSIGHT_JWT_SECRET_FILE=.*empty: the file is empty"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_the_command_line_reports_an_unreadable_secret_file_as_an_invalid_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gateway.cli import main
+
+    _no_hindsight_environment(monkeypatch)
+    monkeypatch.chdir(tmp_path)  # no .env
+    monkeypatch.setenv("HINDSIGHT_JWT_SECRET_FILE", str(tmp_path / "missing"))
+    assert main(["token", "--tenant", "acme", "--sub", "a", "--read", "user:1"]) != 0
+    error = capsys.readouterr().err
+    assert "error: invalid setting HINDSIGHT_JWT_SECRET: " in error
+    assert "HINDSIGHT_JWT_SECRET_FILE=" in error and "Traceback" not in error
+
+
+def _kubernetes_secret_volume(directory: Path, data: dict[str, str]) -> Path:
+    """A Secret volume as the kubelet writes it: each key a symlink to `..data/<key>`, `..data` a symlink to a
+    timestamped directory holding the files."""
+    directory.mkdir()
+    payload = directory / "..2026_01_01_00_00_00.000000000"
+    payload.mkdir()
+    for key, value in data.items():
+        (payload / key).write_text(value)
+    (directory / "..data").symlink_to(payload.name)
+    for key in data:
+        (directory / key).symlink_to(f"..data/{key}")
+    return directory
+
+
+def test_the_secrets_dir_reads_a_mounted_kubernetes_secret_and_wins_over_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_hindsight_environment(monkeypatch)
+    mounted = _kubernetes_secret_volume(
+        tmp_path / "secrets",
+        {
+            "HINDSIGHT_JWT_SECRET": FILE_SECRET,
+            "HINDSIGHT_REDIS_URL": "redis://:pass@redis:6379/0",
+            "HINDSIGHT_QDRANT_API_KEY": "",  # empty: unset, as an empty variable
+        },
+    )
+    monkeypatch.setenv("HINDSIGHT_SECRETS_DIR", str(mounted))
+    monkeypatch.setenv("HINDSIGHT_REDIS_URL", "redis://redis:6379/0")  # the chart's ConfigMap
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.secrets_dir == mounted
+    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == FILE_SECRET
+    assert settings.redis_url == "redis://:pass@redis:6379/0"
+    assert settings.qdrant_api_key is None
+    explicit = Settings(_env_file=None, secrets_dir=tmp_path)  # type: ignore[call-arg]
+    assert explicit.jwt_secret is None  # an argument names another directory, with no secret in it
+
+
+def test_an_unreadable_file_in_the_secrets_dir_is_an_invalid_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_hindsight_environment(monkeypatch)
+    mounted = _kubernetes_secret_volume(tmp_path / "secrets", {"HINDSIGHT_JWT_SECRET": FILE_SECRET})
+    monkeypatch.setenv("HINDSIGHT_SECRETS_DIR", str(mounted))
+    read_text = Path.read_text
+
+    def unreadable(path: Path, *args: Any, **kwargs: Any) -> str:
+        if path.name == "HINDSIGHT_JWT_SECRET":  # the tests run as root here, so chmod 000 would not stop a read
+            raise PermissionError(13, "Permission denied", str(path))
+        return read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", unreadable)
+    with pytest.raises(ValidationError, match=r"jwt_secret\n.*HINDSIGHT_SECRETS_DIR=.*Permission denied"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_a_secrets_dir_that_is_not_a_directory_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_hindsight_environment(monkeypatch)
+    for wrong in (tmp_path / "missing", tmp_path / "a-file"):
+        (tmp_path / "a-file").write_text("x")
+        monkeypatch.setenv("HINDSIGHT_SECRETS_DIR", str(wrong))
+        with pytest.raises(ValidationError, match=r"HINDSIGHT_SECRETS_DIR=.* is not a directory"):
             Settings(_env_file=None)  # type: ignore[call-arg]

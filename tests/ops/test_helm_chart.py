@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ops.config import Settings
 from tests.ops.deploy_support import (
     ALERTS,
     CHART,
@@ -63,6 +64,15 @@ SCENARIOS = {
     "public_key": {
         "auth": {"jwtPublicKey": "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQY=\n-----END PUBLIC KEY-----"}
     },
+    "ingress_tuned": keyed(
+        {
+            "ingress": {"enabled": True, "annotations": {"nginx.ingress.kubernetes.io/proxy-read-timeout": "120"}},
+            "config": {"maxRequestBytes": 4194304},
+        }
+    ),
+    "ingress_other_controller": keyed(
+        {"ingress": {"enabled": True, "nginx": {"enabled": False}, "annotations": {"example.com/timeout": "30s"}}}
+    ),
     "embedded_single": keyed(
         {
             "replicaCount": 1,
@@ -84,6 +94,7 @@ FAILING_SCENARIOS = {
     "bad_schema": keyed({"replicaCount": 0}),
     "no_key_with_monitoring": MONITORING,
     "short_key": keyed({}, "too-short"),
+    "max_request_bytes_in_extra_env": keyed({"config": {"extraEnv": {"HINDSIGHT_MAX_REQUEST_BYTES": "4096"}}}),
 }
 
 
@@ -151,8 +162,8 @@ def test_default_render_probes_livez_and_readyz(helm_report: dict[str, Any]) -> 
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["startupProbe"]["httpGet"]["path"] == "/livez"
     assert container["command"] == ["hindsight", "serve"]
-    assert container["resources"]["requests"]
-    assert container["resources"]["limits"]["memory"]
+    resources = container["resources"]
+    assert set(resources["requests"]) == set(resources["limits"]) == {"cpu", "memory"}
 
 
 def test_default_render_runs_non_root_on_a_read_only_root_filesystem(helm_report: dict[str, Any]) -> None:
@@ -194,17 +205,40 @@ def test_default_render_scales_two_or_more_stateless_replicas(helm_report: dict[
     assert config["HINDSIGHT_HOST"] == "0.0.0.0"
 
 
-def test_configmap_is_valid_settings_and_the_key_is_only_in_the_secret(
-    helm_report: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+def secret_mount(deployment: dict[str, Any]) -> tuple[str, str]:
+    """(the Secret's name, where it is mounted) in the gateway pod, and that it reaches the gateway as files only."""
+    pod = deployment["spec"]["template"]["spec"]
+    container = gateway_container(deployment)
+    assert all("secretRef" not in source for source in container["envFrom"]), "a Secret in the environment"
+    assert all("valueFrom" not in variable for variable in container.get("env", [])), "a Secret in the environment"
+    volumes = {v["name"]: v for v in pod["volumes"] if "secret" in v}
+    assert len(volumes) == 1
+    ((name, volume),) = volumes.items()
+    mount = next(m for m in container["volumeMounts"] if m["name"] == name)
+    assert mount["readOnly"] is True
+    env = {variable["name"]: variable["value"] for variable in container["env"]}
+    assert env["HINDSIGHT_SECRETS_DIR"] == mount["mountPath"]
+    assert volume["secret"]["defaultMode"] == 0o440 and pod["securityContext"]["fsGroup"] == 10001
+    return volume["secret"]["secretName"], mount["mountPath"]
+
+
+def test_the_secret_is_mounted_as_files_that_the_gateway_reads_and_the_configmap_is_valid_settings(
+    helm_report: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    rendered = objects(helm_report, "keyed")
+    rendered = objects(helm_report, "optional")
     config = rendered["ConfigMap"]["data"]
     secret = {k: base64.b64decode(v).decode() for k, v in rendered["Secret"]["data"].items()}
     assert not any("JWT_SECRET" in key for key in config)
     assert secret == {"HINDSIGHT_JWT_SECRET": KEY}
-    settings = settings_from({k: v for k, v in {**config, **secret}.items() if k.startswith("HINDSIGHT_")}, monkeypatch)
+    name, _ = secret_mount(rendered["Deployment"])
+    assert name == rendered["Secret"]["metadata"]["name"]
+    for key, value in {**secret, "HINDSIGHT_REDIS_URL": "redis://:pass@redis-master:6379/0"}.items():
+        (tmp_path / key).write_text(value)  # the Secret volume: one file per key (an existingSecret may hold more)
+    env = {k: v for k, v in config.items() if k.startswith("HINDSIGHT_")} | {"HINDSIGHT_SECRETS_DIR": str(tmp_path)}
+    settings = settings_from(env, monkeypatch)
     assert not settings.embedded
-    assert settings.jwt_secret is not None
+    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == KEY
+    assert settings.redis_url == "redis://:pass@redis-master:6379/0"  # the Secret's URL wins over config.redisUrl
 
 
 def test_helm_test_hook_pod_calls_readyz_through_the_service(helm_report: dict[str, Any]) -> None:
@@ -232,8 +266,53 @@ def test_optional_ingress_service_monitor_network_policy_and_otel(helm_report: d
 def test_existing_secret_replaces_the_generated_one(helm_report: dict[str, Any]) -> None:
     rendered = objects(helm_report, "existing_secret")
     assert "Secret" not in rendered
-    env_from = gateway_container(rendered["Deployment"])["envFrom"]
-    assert {"secretRef": {"name": "hindsight-keys"}} in env_from
+    assert secret_mount(rendered["Deployment"])[0] == "hindsight-keys"
+
+
+# -- Ingress: the MCP endpoint and its OAuth metadata only, with the gateway's limits ------------------------------
+
+NGINX = "nginx.ingress.kubernetes.io/"
+
+
+def ingress_paths(ingress: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(p["path"], p["pathType"]) for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]]
+
+
+def test_the_ingress_exposes_only_mcp_and_well_known_by_default(helm_report: dict[str, Any]) -> None:
+    for scenario in ("optional", "offline_first"):
+        ingress = objects(helm_report, scenario)["Ingress"]
+        assert ingress_paths(ingress) == [("/mcp", "Prefix"), ("/.well-known", "Prefix")], scenario
+    probes = {
+        gateway_container(objects(helm_report, "optional")["Deployment"])[p]["httpGet"]["path"]
+        for p in ("livenessProbe", "readinessProbe", "startupProbe")
+    }
+    service_monitor = objects(helm_report, "optional")["ServiceMonitor"]["spec"]["endpoints"][0]["path"]
+    for internal in (*probes, service_monitor, "/debug/memories", "/debug/stats"):
+        assert not any(internal.startswith(path) for path, _ in ingress_paths(ingress)), internal
+
+
+def test_the_ingress_nginx_limits_follow_the_gateway_settings(helm_report: dict[str, Any]) -> None:
+    rendered = objects(helm_report, "optional")
+    annotations = rendered["Ingress"]["metadata"]["annotations"]
+    max_bytes = rendered["ConfigMap"]["data"]["HINDSIGHT_MAX_REQUEST_BYTES"]
+    assert max_bytes == str(Settings.model_fields["max_request_bytes"].default)  # the gateway's default
+    assert annotations[NGINX + "proxy-body-size"] == max_bytes
+    idempotency_wait = Settings.model_fields["idempotency_wait_seconds"].default
+    assert int(annotations[NGINX + "proxy-read-timeout"]) > idempotency_wait  # a retry's wait fits in
+    assert int(annotations[NGINX + "proxy-send-timeout"]) > 0
+    assert int(annotations[NGINX + "proxy-connect-timeout"]) > 0
+    tuned = objects(helm_report, "ingress_tuned")
+    assert tuned["ConfigMap"]["data"]["HINDSIGHT_MAX_REQUEST_BYTES"] == "4194304"
+    assert tuned["Ingress"]["metadata"]["annotations"][NGINX + "proxy-body-size"] == "4194304"
+    assert tuned["Ingress"]["metadata"]["annotations"][NGINX + "proxy-read-timeout"] == "120"  # yours win
+    other = objects(helm_report, "ingress_other_controller")["Ingress"]["metadata"]["annotations"]
+    assert other == {"example.com/timeout": "30s"}
+
+
+def test_the_request_size_is_set_in_one_place(helm_report: dict[str, Any]) -> None:
+    rendered = helm_report["renders"]["max_request_bytes_in_extra_env"]
+    assert not rendered["ok"]
+    assert "set config.maxRequestBytes, not config.extraEnv.HINDSIGHT_MAX_REQUEST_BYTES" in rendered["error"]
 
 
 def test_embedded_mode_renders_as_a_single_replica_without_hpa(helm_report: dict[str, Any]) -> None:

@@ -62,6 +62,9 @@ The shipped alert rules select job="hindsight", as does Compose's scrape config 
 {{- default (include "hindsight.fullname" .) .Values.auth.existingSecret }}
 {{- end }}
 
+{{/* Where the Secret's keys are mounted as files, the gateway's HINDSIGHT_SECRETS_DIR. */}}
+{{- define "hindsight.secretsDir" -}}/etc/hindsight/secrets{{- end }}
+
 {{/* True ("true") when both server backends are configured, i.e. the gateways hold no state. */}}
 {{- define "hindsight.external" -}}
 {{- if and .Values.config.qdrantUrl .Values.config.redisUrl }}true{{ end }}
@@ -95,6 +98,9 @@ Refuse configurations that would run but lose or split data:
 {{- end }}
 {{- if and .Values.auth.jwtSecret (lt (len .Values.auth.jwtSecret) 32) }}
 {{- fail "hindsight: auth.jwtSecret must be at least 32 characters" }}
+{{- end }}
+{{- if hasKey .Values.config.extraEnv "HINDSIGHT_MAX_REQUEST_BYTES" }}
+{{- fail "hindsight: set config.maxRequestBytes, not config.extraEnv.HINDSIGHT_MAX_REQUEST_BYTES: the Ingress body limit follows config.maxRequestBytes" }}
 {{- end }}
 {{- if and .Values.persistence.enabled (or (gt (int .Values.replicaCount) 1) .Values.autoscaling.enabled) }}
 {{- fail "hindsight: persistence is for the embedded single replica (replicaCount=1, autoscaling.enabled=false); with Qdrant and Redis servers the gateways are stateless" }}
