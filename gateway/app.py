@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 
 import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from opentelemetry.sdk.trace import TracerProvider
@@ -25,6 +24,7 @@ from starlette.routing import Route
 from gateway.background import Supervisor
 from gateway.debug import debug_routes
 from gateway.http import (
+    ExplainedBearerAuth,
     McpAuthGate,
     StatelessMcpMethods,
     livez_endpoint,
@@ -35,7 +35,7 @@ from gateway.http import (
 )
 from gateway.maintenance import gauge_loop, maintenance_loop
 from gateway.mcp_server import build_mcp_server
-from gateway.observability import HttpRequestCounter, Telemetry, TraceContextMiddleware, TracedTokenVerifier
+from gateway.observability import HttpRequestMetrics, Telemetry, TraceContextMiddleware, TracedTokenVerifier
 from gateway.rate_limit_gate import CallFacts, RateLimitGate
 from gateway.runtime import engine_limits, open_runtime
 from gateway.tool_support import RuntimeHolder
@@ -184,10 +184,10 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=[
-            # outermost: counts every response, the refusals of the layers below included
-            Middleware(HttpRequestCounter, metrics=telemetry.metrics, routes=routes),
+            # outermost: counts and times every request, the refusals of the layers below included
+            Middleware(HttpRequestMetrics, metrics=telemetry.metrics, routes=routes),
             Middleware(TraceContextMiddleware, tracer=telemetry.tracer, routes=routes),
-            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
+            Middleware(AuthenticationMiddleware, backend=ExplainedBearerAuth(verifier)),
             Middleware(AuthContextMiddleware),
         ],
         lifespan=lifespan,

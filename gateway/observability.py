@@ -1,11 +1,12 @@
 """Tracing and metrics wiring for one app: the `Telemetry` bundle, spans around every backend call (a thin
 proxy over the engine's seams), the auth span, the HTTP server span that continues an incoming W3C
-`traceparent`, and the counter of every HTTP response by route template and status."""
+`traceparent`, and the count and duration of every HTTP request by method, route template and status."""
 
 from __future__ import annotations
 
 import functools
 import inspect
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -98,11 +99,14 @@ def route_template(routes: Sequence[BaseRoute], scope: Scope) -> str | None:
     return None
 
 
-class HttpRequestCounter:
-    """Counts every HTTP response in `hindsight_http_requests_total{route, code, status_class}` by the status of
-    its `http.response.start`. Outermost of the app's middleware, so the 401s of auth, the 413s of the body limit,
-    the 429s of rate limits and the 405s and 404s of routing count like answers. An exception escaping before a
-    response started counts as 500: that is what Starlette's error middleware, just outside, then sends."""
+class HttpRequestMetrics:
+    """Counts every HTTP response in `hindsight_http_requests_total{route, code, status_class}` and times it in
+    `hindsight_http_request_duration_seconds{method, route, status_class}` (from the request's arrival until the
+    app has sent the answer), by the status of its `http.response.start`. Outermost of the app's middleware, so the
+    401s of auth, the 413s of the body limit, the 429s of rate limits and the 405s and 404s of routing count like
+    answers. An exception escaping before a response started counts as 500: that is what Starlette's error
+    middleware, just outside, then sends. A request that ends with no answer at all (the client went away before
+    one started) is not counted."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics, routes: Sequence[BaseRoute]) -> None:
         self.app = app
@@ -113,22 +117,25 @@ class HttpRequestCounter:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        began = time.perf_counter()
         route = route_template(self.routes, scope) or UNMATCHED_ROUTE
-        started = False
+        status: int | None = None
 
-        async def send_counted(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start" and not started:
-                started = True
-                self.metrics.count_http_response(route, int(message["status"]))
+        async def send_observed(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start" and status is None:
+                status = int(message["status"])
             await send(message)
 
         try:
-            await self.app(scope, receive, send_counted)
+            await self.app(scope, receive, send_observed)
         except Exception:
-            if not started:
-                self.metrics.count_http_response(route, 500)
+            if status is None:
+                status = 500
             raise
+        finally:
+            if status is not None:
+                self.metrics.observe_http(scope.get("method", "GET"), route, status, time.perf_counter() - began)
 
 
 class TraceContextMiddleware:

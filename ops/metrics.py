@@ -1,9 +1,9 @@
 """Prometheus metrics: one registry per app (so several apps in one process never collide), with the names and
 labels the dashboards and alerts use. Label cardinality stays bounded: tool, outcome, action, kind, backend,
-task, used, the HTTP route template and status, and the tenant only when `metrics_tenant_label` is on (never a
-memory namespace). The registry also carries the process (`process_*`: CPU, memory, file descriptors) and Python
-(`python_info`, `python_gc_*`) collectors, and `/metrics` leaves out the `_created` series (one per counter and
-histogram series, which only doubles what Prometheus stores).
+task, used, the HTTP method (the standard ones, else "other"), route template and status, and the tenant only when
+`metrics_tenant_label` is on (never a memory namespace). The registry also carries the process (`process_*`: CPU,
+memory, file descriptors) and Python (`python_info`, `python_gc_*`) collectors, and `/metrics` leaves out the
+`_created` series (one per counter and histogram series, which only doubles what Prometheus stores).
 
 Beside the registry, `TenantStats` keeps each tenant's own figures (latency windows, tool call counts) for
 `/debug/stats`, which shows a tenant's admin that tenant alone; the process-wide figures are on `/metrics`."""
@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter as Tally
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client import (
@@ -26,13 +26,23 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 # Fine enough to read a P99 anywhere from 1 ms to 5 s.
 LATENCY_BUCKETS = (
     0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0065, 0.008, 0.01, 0.0125, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
     0.065, 0.08, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.65, 0.8, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0,
 )  # fmt: skip
+# Every tool call and every HTTP request, by tool and outcome or by route: from a refused argument or token
+# (under 1 ms) to an import or a consolidation (tens of seconds); fewer buckets than LATENCY_BUCKETS, as there is
+# one histogram per tool and outcome (or method, route and status class).
+DURATION_BUCKETS = (
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.015, 0.025, 0.04, 0.065, 0.1, 0.15, 0.25, 0.4, 0.65, 1.0, 1.5, 2.5, 5.0,
+    10.0, 30.0,
+)  # fmt: skip
+# The `method` label's values; any other method a client sends is "other" (a caller cannot mint label values).
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 @dataclass
@@ -81,16 +91,17 @@ class Metrics:
         extra = ["tenant"] if tenant_label else []
         self.recall_latency = Histogram(
             "hindsight_recall_latency_seconds",
-            "Time to answer recall_memory, from tool start to result.",
+            "Time to answer a recall_memory call that succeeded, from tool start to result (fine buckets for its"
+            " P99; every outcome is in hindsight_tool_call_duration_seconds).",
             extra,
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.write_latency = Histogram(
-            "hindsight_write_latency_seconds",
-            "Time to answer write_memory, from tool start to result.",
-            extra,
-            buckets=LATENCY_BUCKETS,
+        self.tool_duration = Histogram(
+            "hindsight_tool_call_duration_seconds",
+            "Time to answer an MCP tool call, from tool start to result, by tool and outcome (ok or the error code).",
+            ["tool", "outcome", *extra],
+            buckets=DURATION_BUCKETS,
             registry=self.registry,
         )
         self.tool_calls = Counter(
@@ -161,7 +172,7 @@ class Metrics:
                 self.recall_feedback.labels(used=used)
             for kind in MEMORY_KINDS:
                 self.new_memories.labels(kind=kind)
-        self.undecodable = Gauge(
+        self.undecodable = CallbackCounter(
             "hindsight_undecodable_memories",
             "Stored memories skipped on read because their payload could not be decoded (since the process started).",
             registry=self.registry,
@@ -173,6 +184,14 @@ class Metrics:
             ["route", "code", "status_class"],
             registry=self.registry,
         )
+        self.http_duration = Histogram(
+            "hindsight_http_request_duration_seconds",
+            "Time to answer an HTTP request, from its arrival to the end of the answer, by method, route template"
+            " (other: no route) and status class; refusals by auth, body size and rate limits and errors included.",
+            ["method", "route", "status_class"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
@@ -181,9 +200,13 @@ class Metrics:
     def labels(self, tenant: str | None) -> dict[str, str]:
         return {"tenant": tenant or ""} if self.tenant_label else {}
 
-    def count_http_response(self, route: str, status: int) -> None:
-        """One HTTP response: `route` is a route template or "other", never a raw path (bounded cardinality)."""
-        self.http_requests.labels(route=route, code=str(status), status_class=f"{status // 100}xx").inc()
+    def observe_http(self, method: str, route: str, status: int, seconds: float) -> None:
+        """One HTTP response: `route` is a route template or "other", never a raw path, and a method other than
+        the standard ones is "other" (bounded cardinality)."""
+        status_class = f"{status // 100}xx"
+        self.http_requests.labels(route=route, code=str(status), status_class=status_class).inc()
+        method = method if method in HTTP_METHODS else "other"
+        self.http_duration.labels(method=method, route=route, status_class=status_class).observe(seconds)
 
     def count_hidden(self, reason: str, count: int) -> None:
         """The engine's hide observer (`memory.hidden`): `count` memories hidden for `reason`."""
@@ -205,17 +228,24 @@ class Metrics:
             (self.memories_superseded.labels(**labels) if labels else self.memories_superseded).inc(superseded)
 
     def observe_tool(self, tool: str, outcome: str, seconds: float, tenant: str | None) -> None:
-        self.tool_calls.labels(tool=tool, outcome=outcome, **self.labels(tenant)).inc()
+        """One tool call the boundary ran: `outcome` is "ok" or the error code. Every call is in the per-tool
+        histogram; only those that succeeded are in the recall histogram and the /debug/stats latency windows (a
+        refused argument answered in 0.1 ms is no recall or write latency)."""
+        labels = self.labels(tenant)
+        self.tool_calls.labels(tool=tool, outcome=outcome, **labels).inc()
+        self.tool_duration.labels(tool=tool, outcome=outcome, **labels).observe(seconds)
         stats = self._tenant_stats(tenant) if tenant else None
         if stats is not None:
             stats.tool_calls.setdefault(tool, Tally())[outcome] += 1
+        if outcome != "ok":
+            return
         if tool == "recall_memory":
-            histogram, window = self.recall_latency, stats.recall_window if stats else None
+            (self.recall_latency.labels(**labels) if labels else self.recall_latency).observe(seconds)
+            window = stats.recall_window if stats else None
         elif tool == "write_memory":
-            histogram, window = self.write_latency, stats.write_window if stats else None
+            window = stats.write_window if stats else None
         else:
             return
-        (histogram.labels(**self.labels(tenant)) if self.tenant_label else histogram).observe(seconds)
         if window is not None:
             window.add(seconds)
 
@@ -235,6 +265,27 @@ class Metrics:
     def render(self) -> bytes:
         """The text exposition of the registry, without `_created` series."""
         return generate_latest(_WithoutCreated(self.registry))
+
+
+class CallbackCounter(Collector):
+    """A counter without labels whose value a function returns at each scrape, for a count kept elsewhere that
+    only grows (what `Gauge.set_function` is for a gauge; prometheus_client's Counter has none). Exposed as
+    `<name>_total`, a counter, so `rate()` and `increase()` apply; 0 until `set_function`."""
+
+    def __init__(self, name: str, documentation: str, registry: CollectorRegistry) -> None:
+        self.name = name
+        self.documentation = documentation
+        self._function: Callable[[], float] = lambda: 0.0
+        registry.register(self)
+
+    def set_function(self, function: Callable[[], float]) -> None:
+        self._function = function
+
+    def describe(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(self.name, self.documentation)
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(self.name, self.documentation, value=self._function())
 
 
 class _WithoutCreated:

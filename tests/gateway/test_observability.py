@@ -1,6 +1,7 @@
 """Observability through the real app: spans of one recall (continuing the caller's traceparent), Prometheus
-metrics after a few calls, every HTTP response counted by route template and status (refusals included), the
-process and Python metrics without `_created` series, and the admin-only debug views."""
+metrics after a few calls (the latency of every tool call by tool and outcome), every HTTP response counted and
+timed by method, route template and status (refusals included), the process and Python metrics without `_created`
+series, and the admin-only debug views."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from starlette.routing import Route
 
 from gateway.app import create_app
 from gateway.maintenance import sample_memory_counts
-from gateway.observability import HttpRequestCounter
+from gateway.observability import HttpRequestMetrics
 from memory.clock import ManualClock
 from ops.config import TenantLimits
 from ops.metrics import Metrics
@@ -96,6 +97,9 @@ async def test_metrics_show_latency_histograms_and_counters_after_calls(observed
         await client.call_tool("forget_memory", {"id": "01890a5d-ac96-774b-bcce-b302099a8057"})
         data(await client.call_tool("write_memory", {"content": "Replay me", "request_id": "m-1"}))
         data(await client.call_tool("write_memory", {"content": "Replay me", "request_id": "m-1"}))
+        assert (await client.call_tool("recall_memory", {"query": "planning", "surplus": 1})).is_error
+        assert (await client.call_tool("write_memory", {"content": "x", "surplus": 1})).is_error
+        data(await client.call_tool("whoami", {}))
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=observed_app), base_url=BASE_URL) as http:
         response = await http.get("/metrics")
     text = response.text
@@ -103,7 +107,16 @@ async def test_metrics_show_latency_histograms_and_counters_after_calls(observed
     assert response.headers["content-type"].startswith("text/plain")
     assert 'hindsight_recall_latency_seconds_bucket{le="0.001"}' in text
     assert 'hindsight_recall_latency_seconds_bucket{le="5.0"} 1.0' in text
-    assert "hindsight_recall_latency_seconds_count 1.0" in text
+    assert "hindsight_recall_latency_seconds_count 1.0" in text  # the refused recall is not a recall latency
+    assert "hindsight_write_latency_seconds" not in text  # write_memory: tool="write_memory", outcome="ok" below
+    assert tool_durations(text) == {  # every tool call, by tool and outcome: the refused ones apart
+        ("write_memory", "ok"): 4,
+        ("write_memory", "invalid_argument"): 1,
+        ("recall_memory", "ok"): 1,
+        ("recall_memory", "invalid_argument"): 1,
+        ("forget_memory", "not_found"): 1,
+        ("whoami", "ok"): 1,
+    }
     assert 'hindsight_tool_calls_total{outcome="ok",tool="write_memory"} 4.0' in text
     assert 'hindsight_tool_calls_total{outcome="not_found",tool="forget_memory"} 1.0' in text
     assert 'hindsight_writes_total{action="created"} 2.0' in text
@@ -116,6 +129,21 @@ async def test_metrics_show_latency_histograms_and_counters_after_calls(observed
         sampled = (await http.get("/metrics")).text
     assert 'hindsight_memories{kind="episodic"} 2.0' in sampled
     assert 'hindsight_memories{kind="semantic"} 0.0' in sampled
+
+
+def tool_durations(text: str) -> dict[tuple[str, str], float]:
+    """`hindsight_tool_call_duration_seconds` as {(tool, outcome): count}, read with Prometheus' parser; the buckets
+    of each series checked to be cumulative up to that count."""
+    [family] = [f for f in text_string_to_metric_families(text) if f.name == "hindsight_tool_call_duration_seconds"]
+    counts = {(s.labels["tool"], s.labels["outcome"]): s.value for s in family.samples if s.name.endswith("_count")}
+    for (tool, outcome), count in counts.items():
+        buckets = [
+            s.value
+            for s in family.samples
+            if s.name.endswith("_bucket") and (s.labels["tool"], s.labels["outcome"]) == (tool, outcome)
+        ]
+        assert buckets == sorted(buckets) and buckets[-1] == count
+    return counts
 
 
 async def test_debug_views_serve_admins_only(observed_app: Starlette, mint: Mint) -> None:
@@ -161,14 +189,16 @@ async def test_metrics_count_stored_memories_skipped_because_they_could_not_be_d
         shard = app.state.runtime.store._shard  # under the engine: what an older version might have stored
         shard.update(qe.UpdateOperation.set_payload([written["id"]], {"importance": "high"}))
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE_URL) as http:
-            before = _gauge((await http.get("/metrics")).text, "hindsight_undecodable_memories")
+            before = _sample((await http.get("/metrics")).text, "hindsight_undecodable_memories_total")
             listed = data(await client.call_tool("list_memories", {}))
-            after = _gauge((await http.get("/metrics")).text, "hindsight_undecodable_memories")
+            scraped = (await http.get("/metrics")).text
+            after = _sample(scraped, "hindsight_undecodable_memories_total")
     assert listed["memories"] == []
     assert after >= before + 1
+    assert "# TYPE hindsight_undecodable_memories_total counter" in scraped  # counts since start: rate() applies
 
 
-def _gauge(text: str, name: str) -> float:
+def _sample(text: str, name: str) -> float:
     return next(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " "))
 
 
@@ -176,6 +206,16 @@ def _gauge(text: str, name: str) -> float:
 
 JSON_RPC = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 WHOAMI = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+
+
+def http_durations(text: str) -> dict[tuple[str, str, str], float]:
+    """`hindsight_http_request_duration_seconds` as {(method, route, status_class): count}."""
+    [family] = [f for f in text_string_to_metric_families(text) if f.name == "hindsight_http_request_duration_seconds"]
+    return {
+        (s.labels["method"], s.labels["route"], s.labels["status_class"]): s.value
+        for s in family.samples
+        if s.name.endswith("_count")
+    }
 
 
 def http_responses(text: str) -> dict[tuple[str, str, str], float]:
@@ -207,21 +247,31 @@ async def test_every_http_response_is_counted_by_route_template_code_and_class_r
             (await http.get("/mcp", headers=authorized)).status_code,  # no stream on a stateless server
             (await http.get("/livez")).status_code,
             (await http.get("/tenants/acme/secrets")).status_code,  # no such route: never its raw path
+            (await http.request("BREW", "/mcp", headers=authorized)).status_code,  # a method no one knows
         ]
         scraped = (await http.get("/metrics")).text
         rescraped = (await http.get("/metrics")).text
-    assert statuses == [401, 401, 413, 200, 429, 405, 200, 404]
+    assert statuses == [401, 401, 413, 200, 429, 405, 200, 404, 405]
     assert http_responses(scraped) == {
         ("/mcp", "401", "4xx"): 2,
         ("/mcp", "413", "4xx"): 1,
         ("/mcp", "200", "2xx"): 1,
         ("/mcp", "429", "4xx"): 1,
-        ("/mcp", "405", "4xx"): 1,
+        ("/mcp", "405", "4xx"): 2,
         ("/livez", "200", "2xx"): 1,
         ("other", "404", "4xx"): 1,
     }
+    assert http_durations(scraped) == {  # each request timed too, its method a known one or "other"
+        ("POST", "/mcp", "4xx"): 4,  # 401, 401, 413, 429
+        ("POST", "/mcp", "2xx"): 1,
+        ("GET", "/mcp", "4xx"): 1,
+        ("GET", "/livez", "2xx"): 1,
+        ("GET", "other", "4xx"): 1,
+        ("other", "/mcp", "4xx"): 1,
+    }
     assert http_responses(rescraped)[("/metrics", "200", "2xx")] == 1  # a scrape is counted once it is answered
-    assert "/tenants/acme" not in rescraped
+    assert http_durations(rescraped)[("GET", "/metrics", "2xx")] == 1
+    assert "/tenants/acme" not in rescraped and "BREW" not in rescraped
 
 
 async def test_an_exception_escaping_the_app_is_counted_as_the_500_the_client_gets() -> None:
@@ -230,12 +280,14 @@ async def test_an_exception_escaping_the_app_is_counted_as_the_500_the_client_ge
 
     metrics = Metrics()
     routes = [Route("/items/{item_id}", boom)]
-    app = Starlette(routes=routes, middleware=[Middleware(HttpRequestCounter, metrics=metrics, routes=routes)])
+    app = Starlette(routes=routes, middleware=[Middleware(HttpRequestMetrics, metrics=metrics, routes=routes)])
     transport = httpx2.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx2.AsyncClient(transport=transport, base_url=BASE_URL) as http:
         response = await http.get("/items/42")
     assert response.status_code == 500
-    assert http_responses(metrics.render().decode()) == {("/items/{item_id}", "500", "5xx"): 1}
+    text = metrics.render().decode()
+    assert http_responses(text) == {("/items/{item_id}", "500", "5xx"): 1}
+    assert http_durations(text) == {("GET", "/items/{item_id}", "5xx"): 1}
 
 
 async def test_metrics_carry_process_and_python_metrics_and_no_created_series(app: Starlette, mint: Mint) -> None:
