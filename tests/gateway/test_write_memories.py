@@ -25,7 +25,7 @@ from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_
 
 pytestmark = pytest.mark.anyio
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONFIGURATION = Path(__file__).resolve().parents[2] / "docs" / "CONFIGURATION.md"
 MEMORY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # distinct facts, an exact repeat within the batch, chit-chat, a value that supersedes an earlier one, a session
 # of two turns, a near-duplicate, a forced repeat, a tagged memory with a ttl, and a memory with a speaker
@@ -224,8 +224,9 @@ async def test_a_batch_costs_one_write_token_per_item(tmp_path: Path, clock: Man
     assert after_refill.status_code == 200
 
 
-def test_the_readme_documents_the_batch_limit_with_its_default() -> None:
-    row = next(line for line in README.read_text(encoding="utf-8").splitlines() if "HINDSIGHT_MAX_BATCH_ITEMS" in line)
+def test_the_configuration_table_documents_the_batch_limit_with_its_default() -> None:
+    lines = CONFIGURATION.read_text(encoding="utf-8").splitlines()
+    row = next(line for line in lines if "HINDSIGHT_MAX_BATCH_ITEMS" in line)
     assert f"| `{Settings.model_fields['max_batch_items'].default}` |" in row
 
 
