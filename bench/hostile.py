@@ -169,7 +169,7 @@ def _scope(namespaces: Sequence[str]) -> NamespaceScope:
 
 async def measure_service(results: HostileResults, families: dict[str, str], workdir: Path) -> None:
     """Each family written `runs` times (distinct endings, so no write is an exact repeat) into a namespace of
-    its own, then recalled with the hostile text as the query."""
+    its own, then recalled with the hostile text as the query (its first 2,000 characters: the query limit)."""
     namespaces = {family: f"user:hostile-{i}" for i, family in enumerate(families)}
     scope = _scope(list(namespaces.values()))
     writes, recalls = results.service.setdefault("write", {}), results.service.setdefault("recall", {})
@@ -189,7 +189,8 @@ async def measure_service(results: HostileResults, families: dict[str, str], wor
                 write.wall.append((time.perf_counter() - wall) * 1000)
             for _ in range(results.runs):
                 cpu, wall = time.process_time(), time.perf_counter()
-                await service.recall(scope, RecallRequest(query=text, namespaces=[namespace]))
+                query = text[: service.limits.max_query_chars]  # a longer query is refused
+                await service.recall(scope, RecallRequest(query=query, namespaces=[namespace]))
                 recall.cpu.append((time.process_time() - cpu) * 1000)
                 recall.wall.append((time.perf_counter() - wall) * 1000)
             writes[family], recalls[family] = write, recall

@@ -33,6 +33,7 @@ from tenancy import mint_token
 SECRET = "bench-isolation-secret-0123456789abcdef"
 BEGIN = "<!-- bench:isolation:begin -->"
 END = "<!-- bench:isolation:end -->"
+QUERY_LIMIT = 2_000  # the longest recall query the gateway takes (HINDSIGHT_MAX_QUERY_CHARS)
 VICTIM_FACTS = [
     "The user's deploy target is AWS eu-west-1",
     "The user prefers short answers without preamble",
@@ -79,7 +80,7 @@ async def _attacker(url: str, texts: Sequence[str], figures: Figures, stop: anyi
                     return
                 for tool, arguments in (
                     ("write_memory", {"content": text, "force": True}),
-                    ("recall_memory", {"query": text}),
+                    ("recall_memory", {"query": text[:QUERY_LIMIT]}),
                 ):
                     started = time.perf_counter()
                     await call(client, tool, arguments)
@@ -124,7 +125,8 @@ def render(figures: Figures) -> str:
         f"`python -m bench.isolation{' --quick' if figures.quick else ''}`: a victim tenant's calls over HTTP MCP "
         f"against `hindsight serve` (embedded default, rate limits off), alone and while N clients of another "
         f"tenant write (`force`) and recall the {len(FAMILIES)} hostile 8,000-character texts of "
-        f"`bench/hostile_inputs.py` back to back. Load average at the start: {figures.load}.",
+        f"`bench/hostile_inputs.py` back to back (a recall with a text's first 2,000 characters: the query limit). "
+        f"Load average at the start: {figures.load}.",
         "",
         "| victim call | hostile clients | p50 | p99 | max | p50 delay | p99 delay |",
         "|---|---:|---:|---:|---:|---:|---:|",

@@ -8,6 +8,7 @@ closes everything.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -21,6 +22,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
+from gateway import fairness
 from gateway.background import Supervisor
 from gateway.debug import debug_routes
 from gateway.http import (
@@ -36,7 +38,8 @@ from gateway.http import (
 from gateway.maintenance import gauge_loop, maintenance_loop
 from gateway.mcp_server import build_mcp_server
 from gateway.observability import HttpRequestMetrics, Telemetry, TraceContextMiddleware, TracedTokenVerifier
-from gateway.rate_limit_gate import CallFacts, RateLimitGate
+from gateway.rate_limit_gate import CallFacts, InvalidRequestGuard, RateLimitGate
+from gateway.refusals import RefusalLimiter
 from gateway.runtime import engine_limits, open_runtime
 from gateway.tool_support import RuntimeHolder
 from memory.clock import Clock
@@ -92,10 +95,16 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
 
 
 def create_app(
-    settings: Settings, *, clock: Clock | None = None, tracer_provider: TracerProvider | None = None
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    tracer_provider: TracerProvider | None = None,
+    settle_interpreter: bool = False,
 ) -> Starlette:
     """The gateway app. `tracer_provider` overrides the one built from settings (the standard `OTEL_*` variables,
-    see ops/telemetry.py; tests pass an in-memory one)."""
+    see ops/telemetry.py; tests pass an in-memory one). `settle_interpreter` (a server process: `hindsight serve`)
+    keeps what startup made out of later garbage collections and switches threads sooner, once the runtime is open
+    (`gateway.fairness.settle_interpreter`)."""
     holder = RuntimeHolder()
     provider = tracer_provider or build_tracer_provider(settings)
     telemetry = Telemetry(tracer_from(provider), Metrics(tenant_label=settings.metrics_tenant_label))
@@ -129,7 +138,7 @@ def create_app(
     mcp_endpoint = StatelessMcpMethods(
         post=McpAuthGate(
             RateLimitGate(
-                StreamableHTTPASGIApp(mcp.session_manager),
+                InvalidRequestGuard(StreamableHTTPASGIApp(mcp.session_manager)),
                 settings,
                 holder.current,
                 mcp.is_mutating,
@@ -153,6 +162,11 @@ def create_app(
                 await supervisor.watch("lifespan", background)
                 runtime.memories.on_hidden = telemetry.metrics.count_hidden
                 runtime.memories.on_written = telemetry.metrics.count_write
+                if (breaker := runtime.redis_breaker) is not None:
+                    telemetry.metrics.redis_breaker_state.set_function(lambda: float(breaker.state))
+                    telemetry.metrics.redis_breaker_openings.set_function(lambda: float(breaker.openings))
+                if settle_interpreter:
+                    fairness.settle_interpreter()
                 holder.set(runtime)
                 app.state.runtime = runtime
                 if settings.memory_maintenance_interval_seconds > 0:
@@ -186,6 +200,13 @@ def create_app(
         middleware=[
             # outermost: counts and times every request, the refusals of the layers below included
             Middleware(HttpRequestMetrics, metrics=telemetry.metrics, routes=routes),
+            # before any token is verified or body read: 429 to clients whose requests keep being refused
+            Middleware(
+                RefusalLimiter,
+                settings=settings,
+                clock=(lambda: clock.now().timestamp()) if clock is not None else time.monotonic,
+                on_limited=lambda: telemetry.metrics.rate_limit_rejections.labels(kind="refused").inc(),
+            ),
             Middleware(TraceContextMiddleware, tracer=telemetry.tracer, routes=routes),
             Middleware(AuthenticationMiddleware, backend=ExplainedBearerAuth(verifier)),
             Middleware(AuthContextMiddleware),

@@ -159,9 +159,10 @@ def bounds(limits: EngineLimits) -> dict[str, dict[str, Any]]:
     instant = {"format": "date-time"}
     return {
         "content": {"maxLength": limits.max_content_chars},
-        "query": {"maxLength": limits.max_content_chars},
+        "query": {"maxLength": limits.max_query_chars},
         "importance": {"minimum": 0, "maximum": 1},
         "top_k": {"maximum": limits.max_top_k},
+        "token_budget": {"maximum": limits.max_token_budget},
         "limit": {"maximum": limits.max_list_limit},
         "tags": {"maxItems": limits.max_tags},
         "occurred_at": instant,

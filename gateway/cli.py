@@ -172,6 +172,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.connections import guarded_protocol
 
     settings = Settings()
     if args.host:
@@ -201,12 +202,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(client_snippets(settings.mcp_url, token) + "\n", flush=True)
     try:
         uvicorn.run(
-            create_app(settings),
+            create_app(settings, settle_interpreter=True),
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level,
             log_config=None,  # keep the JSON handler of `main`
             proxy_headers=True,
+            forwarded_allow_ips=settings.forwarded_allow_ips,
+            http=guarded_protocol(settings),  # header and body deadlines, connection caps (gateway/connections.py)
+            ws="none",  # no WebSocket upgrades: a connection stays the guarded protocol's
         )
     except SystemExit as exc:  # uvicorn exits when the port is taken or the app's startup fails
         if exc.code:

@@ -15,11 +15,11 @@ code, whether a retry may succeed, and, for 401/403, the RFC 6750 `error` of the
   `{"jsonrpc": "2.0", "id": <the request's id, or null>, "error": {"code": <JSON-RPC code>, "message": ...,
   "data": {"code": "rate_limited", "message": ..., "retryable": true, "retry_after_seconds": 3}}}`.
 
-JSON-RPC codes: where JSON-RPC has the very meaning it keeps its standard code (-32602 invalid params, -32603
-internal error); the others take -32003..-32011 from the implementation-defined band -32000..-32019 of the
-server-error range (the MCP SDK uses -32000 and -32001 itself, the MCP spec retired -32002 and reserves
--32020..-32099). Unexpected exceptions are logged with their traceback and answered as `internal` without
-their text, so nothing about another tenant or the token can leak through an error.
+JSON-RPC codes: where JSON-RPC has the very meaning it keeps its standard code (-32600 invalid request, -32602
+invalid params, -32603 internal error); the others take -32003..-32014 from the implementation-defined band
+-32000..-32019 of the server-error range (the MCP SDK uses -32000 and -32001 itself, the MCP spec retired -32002
+and reserves -32020..-32099). Unexpected exceptions are logged with their traceback and answered as `internal`
+without their text, so nothing about another tenant or the token can leak through an error.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, CallToolResult, TextContent
 from starlette.responses import Response
 
 from memory.errors import BackendUnavailable, MemoryEngineError
@@ -56,6 +56,7 @@ class ErrorKind:
 ERRORS: dict[str, ErrorKind] = {
     # code: ErrorKind(HTTP status, JSON-RPC error code, ...)
     "invalid_argument": ErrorKind(400, INVALID_PARAMS),  # -32602
+    "invalid_request": ErrorKind(400, INVALID_REQUEST),  # -32600: a JSON-RPC request whose `id` is unusable
     "unauthenticated": ErrorKind(401, -32003, challenge="invalid_token"),
     "scope_forbidden": ErrorKind(403, -32004, challenge="insufficient_scope"),
     "namespace_forbidden": ErrorKind(403, -32005),
@@ -66,6 +67,10 @@ ERRORS: dict[str, ErrorKind] = {
     "rate_limited": ErrorKind(429, -32010, retryable=True, retry_after_seconds=1),
     "internal": ErrorKind(500, INTERNAL_ERROR),  # -32603
     "backend_unavailable": ErrorKind(503, -32011, retryable=True, retry_after_seconds=5),
+    # answered by the connection guard (gateway/connections.py), below the app
+    "request_timeout": ErrorKind(408, -32012, retryable=True, retry_after_seconds=1),
+    "headers_too_large": ErrorKind(431, -32013),
+    "overloaded": ErrorKind(503, -32014, retryable=True, retry_after_seconds=1),
 }
 REPLAY_META = "hindsight/replayed"
 

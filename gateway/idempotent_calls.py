@@ -3,6 +3,12 @@ first answer and write nothing again, also when retries race; other arguments gi
 
 Key = tenant + subject + tool + request_id; the fingerprint is a hash of the canonical JSON of the arguments
 (without the request id). Only successful answers are kept; a failed call releases its claim so a retry runs.
+
+The stored answer is not the whole guarantee: a first attempt that died after writing (SIGKILL, a lost Redis
+reply, a failover that lost the answer) leaves no answer, and its retry runs again. So the engine finds what a
+request already wrote by its request id (a memory by its `source`, an event by the event store's request index)
+and completes and answers it instead of writing it again. A key given only as the `Idempotency-Key` header is
+passed on to the tool as its `request_id`, so the engine sees it too.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from gateway.request_context import idempotency_key_header
 from gateway.runtime import Runtime
 from memory.errors import BackendUnavailable
 from memory.validation import check_request_id
+from ops.redis_client import redis_deadline
 from tenancy import Principal
 from tenancy.errors import IdempotencyConflict
 from tenancy.idempotency import run_claimed
@@ -56,6 +63,8 @@ async def run_idempotent(
         body = await operation()
         return ok_result(body), body
     request_id = key.request_id
+    if "request_id" in arguments and arguments["request_id"] is None:
+        arguments["request_id"] = request_id  # a key sent as the header reaches the engine as the request id
     digest = fingerprint(arguments)
     claim = await runtime.idempotency.begin(key, digest)
     if isinstance(claim, Conflict):
@@ -68,7 +77,8 @@ async def run_idempotent(
         body = await run_claimed(runtime.idempotency, key, operation)  # renews the claim while it runs
     except BaseException:
         try:
-            await runtime.idempotency.abandon(key)
+            with redis_deadline(runtime.settings.redis_fail_open_timeout_seconds):  # else its lease ends it
+                await runtime.idempotency.abandon(key)
         except BackendUnavailable:
             logger.warning("could not release idempotency claim for %s; it expires by itself", tool)
         raise

@@ -2,8 +2,9 @@
 
 The gate refuses a body over `max_request_bytes` (413) without parsing it: a `Content-Length` over the limit is
 refused before a byte is read, a streamed body as soon as it grows over the limit. It answers 503 while the
-gateway has no runtime (starting or stopping). Then, when rate limits are on, it parses the JSON-RPC body once
-(and replays it to the MCP app) and classifies it:
+gateway has no runtime (starting or stopping). It parses the JSON-RPC body once (and replays it to the MCP app),
+leaving what it read in the request scope (`CALL_FACTS`) for `InvalidRequestGuard`, between it and the MCP app.
+Then, when rate limits are on, it classifies the body:
 
 - a `tools/call` of a mutating tool (one whose annotations are not `readOnlyHint`) is a *write*, any other
   `tools/call` a *read*: one token from the caller's
@@ -24,16 +25,23 @@ calls with a request id, so a retry never needs, nor uses up, the write bucket; 
 read buckets. (An answer whose retention ends between this look and the tool's own is written again on a read
 token: at most once per request id, a day after the first.)
 
+A tool call must also find its subject's and tenant's CPU budgets out of debt (`gateway.fairness`: each call is
+charged the CPU time it spent once done), checked before its call tokens are taken.
+
 Over the limit: 429 with `Retry-After`, counted through `on_reject`. When the limiter's backend is down it fails
-open (the default, logged) or answers 503 with `Retry-After`, as configured. Every refusal is a
-`gateway.errors.rejection` whose `id` is the request's (null for a batch, a body that is not JSON, or a body
-not read). The gate also carries the `Idempotency-Key` header to the tools.
+open (the default, logged) or answers 503 with `Retry-After`, as configured; failing open, it waits for Redis
+at most `redis_fail_open_timeout_seconds` (as does the stored-answer lookup), and not at all while the Redis
+circuit breaker is open, nor once another such call of the request got no answer (`ops.redis_client`). Every
+refusal is a `gateway.errors.rejection` whose `id` is the request's (null for a batch, a body that is not JSON,
+or a body not read). The gate also carries the `Idempotency-Key` header to the tools.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -42,16 +50,19 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.errors import RequestId, rejection
+from gateway.fairness import admit
 from gateway.idempotent_calls import idempotency_key
 from gateway.request_context import idempotency_key_header
 from gateway.runtime import Runtime
 from memory.errors import BackendUnavailable, InvalidArgument
 from ops.config import Settings, TenantLimits
+from ops.redis_client import one_request, redis_deadline
 from tenancy import Principal, principal_from_access_token
-from tenancy.limits import Bucket, tenant_prefix
+from tenancy.limits import Bucket, RateDecision, tenant_prefix
 
 logger = logging.getLogger("hindsight.ratelimit")
 
+CALL_FACTS = "hindsight.call_facts"  # request scope key: the gate's `CallFacts` of the body, for InvalidRequestGuard
 IsMutating = Callable[[str], bool]  # whether a tool changes anything: its annotations (GatewayMCPServer)
 # how many tokens a call of a tool with these arguments costs: 1, or a batch's items (GatewayMCPServer.call_units)
 CallUnits = Callable[[str, object], int]
@@ -69,6 +80,7 @@ class CallFacts:
     tool: str | None = None
     request_id_argument: object = None
     arguments: object = None  # the `tools/call`'s arguments as sent (a batch's size is read from them)
+    invalid_id: str | None = None  # what a request's unusable `id` is ("NaN", "an object"); None when usable
 
 
 def read_call(body: bytes, mutating: IsMutating) -> CallFacts:
@@ -83,6 +95,10 @@ def read_call(body: bytes, mutating: IsMutating) -> CallFacts:
         return CallFacts(_batch_kind(message, mutating))
     if not isinstance(message, dict):
         return CallFacts("read")
+    if "id" in message and isinstance(message.get("method"), str):
+        invalid = _unusable_id(message["id"])
+        if invalid is not None:
+            return CallFacts("read", invalid_id=invalid)
     request_id = message.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         request_id = None
@@ -94,6 +110,20 @@ def read_call(body: bytes, mutating: IsMutating) -> CallFacts:
     argument = arguments.get("request_id") if isinstance(arguments, dict) else None
     kind: CallKind = "write" if tool is not None and mutating(tool) else "read"
     return CallFacts(kind, request_id, tool, argument, arguments)
+
+
+def _unusable_id(value: object) -> str | None:
+    """What a request's `id` is when it is neither a string nor an integer (JSON-RPC 2.0 allows a number without
+    a fraction, MCP no null); None when it is usable."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int):
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, float):
+        return repr(value).replace("inf", "Infinity") if math.isinf(value) else f"the number {value!r}"
+    return {type(None): "null", dict: "an object", list: "an array"}.get(type(value), type(value).__name__)
 
 
 def _batch_kind(messages: list[object], mutating: IsMutating) -> CallKind:
@@ -150,6 +180,8 @@ def _bucket(key: str, per_minute: float, burst_seconds: float) -> Bucket:
 
 
 REFUSED: dict[CallKind, str] = {"read": "read requests", "write": "write requests", "protocol": "protocol messages"}
+OVER_BUDGET = "this token or its tenant has used up its CPU budget; slow down"
+ALLOWED = RateDecision(allowed=True, retry_after_seconds=0.0)
 
 RejectionObserver = Callable[[CallFacts, Principal], None]
 
@@ -180,7 +212,8 @@ class RateLimitGate:
             headers[b"idempotency-key"].decode("latin-1") if b"idempotency-key" in headers else None
         )
         try:
-            await self._call(scope, receive, send, headers)
+            with one_request():  # a hung Redis costs this request one short wait for what it can do without
+                await self._call(scope, receive, send, headers)
         finally:
             idempotency_key_header.reset(token)
 
@@ -194,12 +227,12 @@ class RateLimitGate:
             refusal = rejection("request_too_large", "the request body is over the size limit")
             await refusal(scope, receive, send)
             return
+        facts = read_call(body, self.mutating)
+        scope[CALL_FACTS] = facts
         runtime = self.runtime()
         if runtime is None:
             refusal = rejection(
-                "backend_unavailable",
-                "the gateway is starting or stopping; retry shortly",
-                request_id=read_call(body, self.mutating).request_id,
+                "backend_unavailable", "the gateway is starting or stopping; retry shortly", request_id=facts.request_id
             )
             await refusal(scope, replay, send)
             return
@@ -207,13 +240,18 @@ class RateLimitGate:
         if limiter is None:
             await self.app(scope, replay, send)
             return
-        facts = read_call(body, self.mutating)
         principal = principal_from_access_token(user.access_token)
         if facts.kind == "write" and await self._answer_is_stored(runtime, principal, facts):
             facts = replace(facts, kind="read")  # a replay reads the stored answer: no write token
         try:
             cost = self.units(facts.tool, facts.arguments) if self.units and facts.tool else 1
-            decision = await limiter.acquire(buckets_for(principal, facts.kind, self.settings), cost)
+            with self._fail_open_deadline():
+                decision, over_budget = ALLOWED, False
+                if facts.kind != "protocol":  # a tool call's CPU budgets first: refused while in debt (fairness)
+                    decision = await admit(limiter, principal, self.settings)
+                    over_budget = not decision.allowed
+                if decision.allowed:
+                    decision = await limiter.acquire(buckets_for(principal, facts.kind, self.settings), cost)
         except BackendUnavailable as exc:
             if self.settings.rate_limit_fail_open:
                 logger.warning("rate limiter unavailable, failing open: %s", exc.message)
@@ -229,7 +267,7 @@ class RateLimitGate:
                 self.on_reject(facts, principal)
             refusal = rejection(
                 "rate_limited",
-                f"too many {REFUSED[facts.kind]}; slow down",
+                OVER_BUDGET if over_budget else f"too many {REFUSED[facts.kind]}; slow down",
                 request_id=facts.request_id,
                 retry_after_seconds=decision.retry_after_seconds,
             )
@@ -251,10 +289,18 @@ class RateLimitGate:
         if key is None:
             return False
         try:
-            return await runtime.idempotency.done_response(key) is not None
+            with redis_deadline(runtime.settings.redis_fail_open_timeout_seconds):  # no answer is a no
+                return await runtime.idempotency.done_response(key) is not None
         except BackendUnavailable as exc:
             logger.warning("idempotency store unavailable, charging a write token: %s", exc.message)
             return False
+
+    def _fail_open_deadline(self) -> AbstractContextManager[None]:
+        """A limiter that fails open waits for Redis only `redis_fail_open_timeout_seconds`: a hung Redis
+        costs each request that long at most, and nothing once its circuit breaker is open."""
+        if self.settings.rate_limit_fail_open:
+            return redis_deadline(self.settings.redis_fail_open_timeout_seconds)
+        return nullcontext()
 
     async def _buffer(self, receive: Receive, headers: dict[bytes, bytes]) -> tuple[bytes | None, Receive]:
         """The whole body and a `receive` that replays it, or None as soon as the body is known to be over the
@@ -287,3 +333,24 @@ class RateLimitGate:
             return await receive()
 
         return body, replay
+
+
+class InvalidRequestGuard:
+    """Between the gate and the MCP app: 400 `invalid_request` (JSON-RPC -32600, `id` null) to a request whose
+    `id` is neither a string nor an integer (1.5, NaN, true, null, an object, an array), as the gate read it
+    (`CALL_FACTS`): the MCP app would take it for a notification, answer 202 and never run it. Behind the rate
+    limits, so such a request costs its token as any other."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        facts = scope.get(CALL_FACTS)
+        if isinstance(facts, CallFacts) and facts.invalid_id is not None:
+            refusal = rejection(
+                "invalid_request",
+                f"Invalid Request: a request's id must be a string or an integer, not {facts.invalid_id}",
+            )
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -2,7 +2,8 @@
 built, appends what the recall asked and returned to `runtime.recall_log` when the caller's tenant is listed in
 `recall_log_tenants` (never otherwise); `entry_json` is how an entry is shown to the tenant's admins (the
 `recall_log` and `debug_session` tools, `/debug/sessions/{id}`). A failed log write never fails the recall: it
-is logged (logger `hindsight.recall_log`) and the answer goes out."""
+is logged (logger `hindsight.recall_log`) and the answer goes out, and the write waits for Redis at most
+`redis_fail_open_timeout_seconds`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from gateway.tool_support import ToolCall
 from memory.errors import MemoryEngineError
 from memory.models import RecallHit
 from memory.recall_log import LoggedHit, RecallLogEntry
+from ops.redis_client import redis_deadline
 
 logger = logging.getLogger("hindsight.recall_log")
 
@@ -58,7 +60,8 @@ async def log_recall(call: ToolCall, query: str, returned: list[RecallHit], **ar
                 for hit in returned
             ),
         )
-        await recall_log.append(call.scope, entry)
+        with redis_deadline(call.runtime.settings.redis_fail_open_timeout_seconds):  # a failure is logged only
+            await recall_log.append(call.scope, entry)
     except Exception as exc:
         if isinstance(exc, MemoryEngineError):  # expected (a backend down): no stack needed
             logger.warning("recall log write failed tenant=%s: %s: %s", call.scope.tenant, exc.code, exc.message)

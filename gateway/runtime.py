@@ -38,6 +38,7 @@ from memory.stores.edge import EdgeVectorStore
 from memory.stores.switchable import SwitchableEmbedder, SwitchableStore
 from memory.tokens import encoding
 from memory.validation import EngineLimits
+from ops.circuit_breaker import CircuitBreaker
 from ops.config import Settings
 from tenancy.limits import IdempotencyStore, RateLimiter
 
@@ -62,6 +63,7 @@ class Runtime:
     summarizer: ChatSummarizer | None = None
     recall_log: RecallLog | None = None  # the opted-in tenants' recalls (gateway.recall_logging)
     reembedder: Reembedder | None = None  # embedding-model migrations (gateway.reembed)
+    redis_breaker: CircuitBreaker | None = None  # the shared Redis client's (ops.redis_client), on Redis
 
 
 def engine_limits(settings: Settings) -> EngineLimits:
@@ -69,6 +71,8 @@ def engine_limits(settings: Settings) -> EngineLimits:
         max_content_chars=settings.max_content_chars,
         default_top_k=min(settings.default_top_k, settings.max_top_k),
         max_top_k=settings.max_top_k,
+        max_query_chars=min(settings.max_query_chars, settings.max_content_chars),
+        max_token_budget=settings.max_token_budget,
         recall_candidates=settings.recall_candidates,
         max_batch_items=settings.max_batch_items,
         working_window=settings.working_memory_turns,
@@ -257,6 +261,7 @@ async def open_runtime(
         agent_sessions,
         summarizer,
         recall_log=shared.recall_log,
+        redis_breaker=shared.redis_breaker,
     )
     from gateway.reembed import Reembedder  # it builds on this module
 

@@ -1,7 +1,9 @@
 """`shared_state(settings, clock)`: what every gateway replica must share, in Redis (or a Redis Cluster) when
 `redis_url` is set, else in this process: working memory, idempotency records, rate-limit buckets, the
 per-namespace write locks, the agents' events and sessions (durable: a sqlite file in the data directory when
-embedded) and the recall log of the tenants that opted in, with the function that closes their clients."""
+embedded) and the recall log of the tenants that opted in, with the function that closes their clients. On
+Redis they share one client and its circuit breaker (`ops.redis_client`), which the state carries for the
+metrics."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from memory.locking import InProcessNamespaceLocks
 from memory.ports import NamespaceLocks, WorkingMemoryStore
 from memory.recall_log import InProcessRecallLog, RecallLog
 from memory.working.in_process import InProcessWorkingMemory
+from ops.circuit_breaker import CircuitBreaker
 from ops.config import Settings
 from tenancy.limits import IdempotencyStore, RateLimiter
 
@@ -29,6 +32,7 @@ class SharedState:
     events: EventStore
     recall_log: RecallLog
     close: Callable[[], Awaitable[None]]
+    redis_breaker: CircuitBreaker | None = None  # the Redis client's, on Redis
 
 
 def shared_state(settings: Settings, clock: Clock) -> SharedState:
@@ -41,8 +45,17 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
         from tenancy.idempotency import RedisIdempotency
         from tenancy.rate_limits import RedisRateLimiter
 
+        breaker = CircuitBreaker(
+            "redis",
+            threshold=settings.redis_breaker_threshold,
+            cooldown_seconds=settings.redis_breaker_cooldown_seconds,
+            min_silence_seconds=settings.redis_breaker_silence_seconds,
+        )
         client = open_redis(
-            settings.redis_url, cluster=settings.redis_cluster, timeout_seconds=settings.backend_timeout_seconds
+            settings.redis_url,
+            cluster=settings.redis_cluster,
+            timeout_seconds=settings.backend_timeout_seconds,
+            breaker=breaker,
         )
         return SharedState(
             working=RedisWorkingMemory(client, clock),
@@ -53,7 +66,11 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
                 lease_seconds=settings.idempotency_lease_seconds,
             ),
             limiter=RedisRateLimiter(client) if settings.rate_limit_enabled else None,
-            locks=RedisNamespaceLocks(client, wait_seconds=settings.backend_timeout_seconds * 2),
+            locks=RedisNamespaceLocks(
+                client,
+                wait_seconds=settings.backend_timeout_seconds * 2,
+                release_seconds=settings.redis_fail_open_timeout_seconds,
+            ),
             events=RedisEventStore(client),
             recall_log=RedisRecallLog(
                 client,
@@ -62,6 +79,7 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
                 max_age_seconds=settings.recall_log_max_age_seconds,
             ),
             close=client.aclose,
+            redis_breaker=breaker,
         )
     from tenancy.idempotency import InProcessIdempotency
     from tenancy.rate_limits import InProcessRateLimiter

@@ -6,8 +6,10 @@ for one that changes something, or the scope its `_meta` names); strict argument
 and converted once; the namespace scope (built by `tenancy/`); for a tool that changes something (its annotations
 say so: not `readOnlyHint`), idempotency by `request_id` and one audit event; the answer checked against the
 tool's `outputSchema` (`gateway.answers`); the metrics; and any failure turned into a tool error with a stable
-code (`gateway.errors`). A tool itself only builds its engine request from its arguments and its answer from the
-engine's result, reading the runtime, principal and scope of the call from `current_call()`.
+code (`gateway.errors`); with rate limits, the caller's turn among its subject's and tenant's running calls and
+the call's CPU time charged to their budgets (`gateway.fairness`). A tool itself only builds its engine request
+from its arguments and its answer from the engine's result, reading the runtime, principal and scope of the call
+from `current_call()`.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from pydantic import TypeAdapter, ValidationError
 from gateway.arguments import argument_problems, validation_problems
 from gateway.audit import audit_event, emit
 from gateway.errors import failure_from_exception, ok_result
+from gateway.fairness import Fairness
 from gateway.idempotent_calls import run_idempotent
 from gateway.observability import Telemetry, count_backend_error
 from gateway.runtime import Runtime
+from memory.cpu_meter import run_metered
 from memory.errors import BackendUnavailable, InvalidArgument
 from memory.scope import NamespaceScope
 from ops.telemetry import span
@@ -136,6 +140,7 @@ class ToolBoundary:
     def __init__(self, holder: RuntimeHolder, telemetry: Telemetry) -> None:
         self.holder = holder
         self.telemetry = telemetry
+        self.fairness = Fairness()
 
     async def call(self, tool: Tool, arguments: dict[str, Any]) -> CallToolResult:
         """Run one call of `tool` with the arguments as sent (see the module docstring)."""
@@ -152,15 +157,13 @@ class ToolBoundary:
                 runtime = self.holder.get()
                 call = ToolCall(runtime, principal, scope_for(principal))
                 reset = _CALL.set(call)
-                try:
-                    run = self._runner(tool, checked)
-                    if policy.mutating and not policy.per_item:
-                        result, body = await run_idempotent(runtime, principal, name, checked, run)
-                        if result.meta:
-                            self.telemetry.metrics.idempotent_replays.labels(tool=name).inc()
-                    else:
-                        body = await run()
-                        result = ok_result(body, text=call.text if not policy.mutating else None)
+                try:  # in the caller's turn, its CPU time measured and charged (gateway.fairness)
+                    async with self.fairness.turn(runtime.rate_limiter, runtime.settings, principal) as meter:
+                        try:
+                            result, body = await run_metered(meter, self._answer(tool, checked, policy, call))
+                        finally:
+                            metrics = self.telemetry.metrics
+                            metrics.tool_cpu.labels(tool=name, **metrics.labels(principal.tenant)).inc(meter.seconds)
                 finally:
                     _CALL.reset(reset)
             except Exception as exc:
@@ -190,6 +193,19 @@ class ToolBoundary:
             if policy.mutating:
                 self._audit(name, principal, checked, outcome, body)
             return result
+
+    async def _answer(
+        self, tool: Tool, checked: dict[str, Any], policy: ToolPolicy, call: ToolCall
+    ) -> tuple[CallToolResult, dict[str, Any]]:
+        """The tool run (once per request id for a mutating tool) and its result."""
+        run = self._runner(tool, checked)
+        if policy.mutating and not policy.per_item:
+            result, body = await run_idempotent(call.runtime, call.principal, tool.name, checked, run)
+            if result.meta:
+                self.telemetry.metrics.idempotent_replays.labels(tool=tool.name).inc()
+            return result, body
+        body = await run()
+        return ok_result(body, text=call.text if not policy.mutating else None), body
 
     @staticmethod
     def _runner(tool: Tool, checked: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:

@@ -27,6 +27,7 @@ from gateway.recall_answer import Detail, Format, Order, RecallView, recall_answ
 from gateway.recall_logging import log_recall
 from gateway.serialize import memory_json, session_json, write_explanation
 from gateway.tool_support import current_call
+from memory import cpu_meter
 from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest, WriteRequest
 from memory.validation import check_token_budget, parse_instant
 
@@ -112,7 +113,9 @@ def register_tools(server: MCPServer) -> None:
         or decisions may matter: lines "[n] score content" under their day, best first (format context: after
         the session's state and turns)."""
         call = current_call()
-        view = RecallView(format, order, detail, explain, check_token_budget(token_budget))
+        view = RecallView(
+            format, order, detail, explain, check_token_budget(token_budget, call.runtime.memories.limits)
+        )
         hits = await call.runtime.memories.recall(
             call.scope,
             RecallRequest(
@@ -134,7 +137,7 @@ def register_tools(server: MCPServer) -> None:
         if format == "context" and session_id is not None:
             where = session_namespace(namespaces, call.scope.default_write_namespace)
             session = await call.runtime.sessions.get(call.scope, session_id, where)
-        answer = recall_answer(hits, view, session)
+        answer = await cpu_meter.run_sync(recall_answer, hits, view, session)  # its lines and tokens off the loop
         call.say(answer.text)
         await log_recall(  # opted-in tenants only; never fails the recall
             call, query, answer.returned, namespaces=namespaces, top_k=top_k, kinds=kinds, tags=tags,

@@ -30,10 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-import anyio.to_thread
 import numpy as np
 
-from memory import repeats, storing
+from memory import cpu_meter, repeats, storing
 from memory.drafts import Draft
 from memory.errors import BackendUnavailable, MemoryEngineError
 from memory.models import EXTRACTED, Memory, MemoryKind, WriteOutcome
@@ -94,7 +93,7 @@ async def _commit_chunk(
             ahead = await _ReadAhead.load(writer, scope, part)
         except BackendUnavailable as exc:
             raise Failed(part[0].index, exc) from exc
-        stop = await anyio.to_thread.run_sync(ahead.advance)
+        stop = await cpu_meter.run_sync(ahead.advance)
         await ahead.flush(results)
         position += stop
         if stop == len(part):
@@ -190,8 +189,10 @@ class _ReadAhead:
     @classmethod
     async def load(cls, writer: MemoryWriter, scope: NamespaceScope, items: Sequence[Item]) -> _ReadAhead:
         store, namespace, now = writer.store, items[0].draft.memory.namespace, writer.clock.now()
-        hashes = {i.draft.memory.content_hash for i in items if i.skipped is not None or not i.draft.request.force}
-        matches = await store.find_by_hashes(scope, namespace, sorted(hashes), now=now) if hashes else []
+        hashes = {
+            i.draft.memory.content_hash for i in items if i.skipped is not None or repeats.looks_up(i.draft.request)
+        }
+        matches = await store.find_by_hashes(scope, namespace, sorted(hashes)) if hashes else []  # expired too
         queries: list[tuple[int, NearestQuery]] = []
         limit = writer.pipeline.conflict_candidates
         for position, item in enumerate(items):
@@ -221,7 +222,7 @@ class _ReadAhead:
         now, when that needs no store write; else None."""
         writer, draft = self.writer, item.draft
         memory, request = draft.memory, draft.request
-        if item.skipped is not None or not request.force:
+        if item.skipped is not None or repeats.looks_up(request):
             found = repeats.repeat_of(self.matches, memory, request, writer.clock.now())
             if found is not None:
                 if repeats.needs_store(found) or found.existing is None:  # (no existing: an archived one to revive)

@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import anyio
-import anyio.to_thread
 
+from memory import cpu_meter
 from memory.batch_commit import BatchResult, Failed, Item, commit_run
 from memory.errors import BackendUnavailable, InvalidArgument, MemoryEngineError
 from memory.models import Memory, WriteOutcome
@@ -79,7 +79,7 @@ async def _analysed(writer: MemoryWriter, drafts: dict[int, Draft]) -> dict[int,
     """The text rules of every draft in one worker-thread hop (each under its own CPU budget), then importance,
     concurrently; the skips of the items with too little information, by index (the other drafts are ready)."""
     jobs = [writer.analysis_job(draft) for draft in drafts.values()]
-    analyses = await anyio.to_thread.run_sync(lambda: [job() for job in jobs])
+    analyses = await cpu_meter.run_sync(lambda: [job() for job in jobs])
     skipped: dict[int, WriteOutcome] = {}
     if writer.importance_rater is None:  # the rules alone: nothing to wait for, no task per item
         for (index, draft), analysis in zip(drafts.items(), analyses, strict=True):
@@ -108,7 +108,7 @@ async def _embed_all(writer: MemoryWriter, scope: NamespaceScope, drafts: list[D
     texts = [text for item_texts, _ in work for text in item_texts]
     vectors = await writer.embedder.embed_documents(texts)
     keyword_jobs = [job for _, job in work]
-    sparse: list[SparseVector] = await anyio.to_thread.run_sync(lambda: [job() for job in keyword_jobs])
+    sparse: list[SparseVector] = await cpu_meter.run_sync(lambda: [job() for job in keyword_jobs])
     at = 0
     for draft, (item_texts, _), keywords in zip(drafts, work, sparse, strict=True):
         writer.take_vectors(draft, vectors[at : at + len(item_texts)], keywords)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import httpx2
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
+from memory import cpu_meter
 from memory.errors import BackendUnavailable, InvalidArgument
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -41,7 +42,8 @@ def http_client(api_key: str | None, timeout_seconds: float) -> httpx2.AsyncClie
 async def post_json(client: httpx2.AsyncClient, url: str, body: dict[str, Any], api: str) -> Any:
     """The decoded JSON answer of one POST; `Retryable` or `BackendUnavailable` when there is none."""
     try:
-        response = await client.post(url, json=body)
+        async with cpu_meter.waiting_elsewhere():  # no CPU of ours meanwhile: the tenant's turn goes to another call
+            response = await client.post(url, json=body)
     except (httpx2.TimeoutException, httpx2.TransportError) as exc:
         raise Retryable(type(exc).__name__) from exc
     if response.status_code in RETRY_STATUS:

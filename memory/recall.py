@@ -27,7 +27,7 @@ def recall_filter(request: RecallRequest, limits: EngineLimits, now: datetime) -
     kinds = tuple(check_kind(k) for k in request.kinds) if request.kinds else None
     tags = tuple(check_tags(request.tags, limits)) or None
     session_id = check_session_id(request.session_id)
-    check_token_budget(request.token_budget)
+    check_token_budget(request.token_budget, limits)
     if request.since and request.until and request.since > request.until:
         raise InvalidArgument("since must not be later than until")
     return RecallFilter(

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import anyio
-import anyio.to_thread
 
+from memory import cpu_meter
 from memory.access import AccessRecorder
 from memory.archive import archived_copy, is_live, restored_copy
 from memory.batch_writes import BatchResult, write_batch
@@ -42,9 +42,9 @@ from memory.scope import NamespaceScope, validate_namespace
 from memory.scoring import ScoringWeights
 from memory.validation import (
     EngineLimits,
-    check_content,
     check_kind,
     check_limit,
+    check_query,
     recall_depth,
 )
 from memory.values import check_text
@@ -130,13 +130,13 @@ class MemoryService:
 
     # -- recall ----------------------------------------------------------------------------------------------
     async def recall(self, scope: NamespaceScope, request: RecallRequest) -> list[RecallHit]:
-        query = check_content(request.query, self.limits, field="query")
+        query = check_query(request.query, self.limits)
         top_k = recall_depth(request.top_k, request.token_budget, self.limits)
         namespaces = self._namespaces(scope, request.namespaces)
         flt = recall_filter(request, self.limits, self.clock.now())
         vector = await self.embedder.embed_query(query)
         # keywords and cues in a worker thread under a CPU budget (a skipped step: dense-only, neutral cues)
-        analysis = await anyio.to_thread.run_sync(analyse_query, query, self.keywords if self.hybrid else None)
+        analysis = await cpu_meter.run_sync(analyse_query, query, self.keywords if self.hybrid else None)
         sparse = analysis.keywords
         # superseded memories are searched too: one that matches is answered by the memory that replaced it
         wide = replace(flt, include_superseded=True)

@@ -28,7 +28,11 @@ ROLES = ("user", "assistant", "system", "tool")
 class EngineLimits:
     max_content_chars: int = 8_000
     default_top_k: int = 8
-    max_top_k: int = 100
+    # a model reads a few dozen memories at most; a deeper list only costs CPU and answer size (issue #32)
+    max_top_k: int = 50
+    # a recall query is a question; thousands of characters of pasted context only cost CPU (issue #32)
+    max_query_chars: int = 2_000
+    max_token_budget: int = 32_000  # a context window's worth of recalled text is the most a budget buys
     recall_candidates: int = 75  # the depth of each candidate list a recall scores (at least 2 x top_k, and 50)
     max_tags: int = 32
     max_tag_chars: int = 64
@@ -53,6 +57,20 @@ def check_content(content: object, limits: EngineLimits, *, field: str = "conten
     if len(content) > limits.max_content_chars:
         raise InvalidArgument(f"{field} is {len(content)} characters; the limit is {limits.max_content_chars}")
     return stripped
+
+
+def check_query(query: object, limits: EngineLimits) -> str:
+    """A recall query: clean, non-empty text of at most `max_query_chars` characters. A longer one is refused, not
+    cut: the search would answer a text other than the one asked, and the caller should ask with its question
+    rather than the context around it (a query of thousands of characters costs several times the CPU of a
+    question, for hits no better)."""
+    text = check_content(query, limits, field="query")
+    if isinstance(query, str) and len(query) > limits.max_query_chars:
+        raise InvalidArgument(
+            f"query is {len(query)} characters; the limit is {limits.max_query_chars}: ask with the question, "
+            "not the context around it"
+        )
+    return text
 
 
 def check_kind(kind: object) -> MemoryKind:
@@ -121,7 +139,7 @@ TOKENS_PER_HIT_AT_LEAST = 12
 
 def recall_depth(top_k: int | None, token_budget: int | None, limits: EngineLimits) -> int:
     """How many hits a recall may return: `top_k`, else as many as `token_budget` may hold, else the default."""
-    budget = check_token_budget(token_budget)
+    budget = check_token_budget(token_budget, limits)
     if top_k is not None or budget is None:
         return check_top_k(top_k, limits)
     return max(limits.default_top_k, min(limits.max_top_k, -(-budget // TOKENS_PER_HIT_AT_LEAST)))
@@ -143,11 +161,11 @@ def check_limit(value: int | None, limits: EngineLimits) -> int:
     return value
 
 
-def check_token_budget(value: object) -> int | None:
+def check_token_budget(value: object, limits: EngineLimits) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument("token_budget must be a positive whole number of tokens")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limits.max_token_budget:
+        raise InvalidArgument(f"token_budget must be a whole number of tokens from 1 to {limits.max_token_budget}")
     return value
 
 

@@ -1,8 +1,9 @@
 """`MemoryWriter`: the write path of DESIGN §3, from a checked request to stored memories and their links.
 
 Steps: validate; skip an exact repeat (completing it first if an earlier attempt was interrupted,
-`memory.repeats`); the text pipeline (density filter, expiry of time-bound facts, importance by rules or an
-optional LLM, attribute claims: `memory.drafts`); embed (a dialogue turn in the context of the turn before it);
+`memory.repeats`; a forced write with a request id looks for its own earlier attempt only); the text pipeline
+(density filter, expiry of time-bound facts, importance by rules or an optional LLM, attribute claims:
+`memory.drafts`); embed (a dialogue turn in the context of the turn before it);
 then, holding the namespace's write lock, re-check the repeat, detect conflicts, and store the memory and its
 shared copies in one batch carrying their intent before marking what they supersede (`memory.storing`,
 `memory.linking`). Concurrent writes of one namespace therefore leave one live memory per content and one current
@@ -17,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-import anyio.to_thread
-
-from memory import drafts, linking, repeats, storing
+from memory import cpu_meter, drafts, linking, repeats, storing
 from memory.archive import restored_copy
 from memory.clock import Clock
 from memory.drafts import DEFAULT_IMPORTANCE, Draft
@@ -73,7 +72,7 @@ class MemoryWriter:
         """With the namespace's write lock held: the repeat checked again, the vectors redone if another turn of
         the session landed since they were computed, then conflicts and the store (`memory.storing`)."""
         request, namespace = draft.request, draft.memory.namespace
-        if not request.force and (repeat := await self.repeat(scope, draft.memory, request)) is not None:
+        if repeats.looks_up(request) and (repeat := await self.repeat(scope, draft.memory, request)) is not None:
             return repeat
         latest = await self.latest(scope, namespace, draft.memory.session_id)
         if _id(latest) != _id(draft.previous):  # another turn of the session landed meanwhile
@@ -85,9 +84,9 @@ class MemoryWriter:
     async def _draft(self, scope: NamespaceScope, request: WriteRequest) -> Draft | WriteOutcome:
         draft = self.new_draft(scope, request)
         memory = draft.memory
-        if not request.force and (repeat := await self.repeat(scope, memory, request)) is not None:
+        if repeats.looks_up(request) and (repeat := await self.repeat(scope, memory, request)) is not None:
             return repeat
-        drafted = await self.drafted(draft, await anyio.to_thread.run_sync(self.analysis_job(draft)))
+        drafted = await self.drafted(draft, await cpu_meter.run_sync(self.analysis_job(draft)))
         if isinstance(drafted, Draft):
             drafted.previous = await self.latest(scope, memory.namespace, memory.session_id)
         return drafted
@@ -112,7 +111,7 @@ class MemoryWriter:
         """The draft's vectors (`memory.drafts.embedding_work`), the keyword vector in a worker thread."""
         texts, keywords = self.embedding_work(draft)
         vectors = await self.embedder.embed_documents(texts)
-        self.take_vectors(draft, vectors, await anyio.to_thread.run_sync(keywords))
+        self.take_vectors(draft, vectors, await cpu_meter.run_sync(keywords))
 
     async def vectors_of(self, scope: NamespaceScope, memory: Memory) -> tuple[Sequence[float], SparseVector]:
         """A stored memory's vectors computed again as its write computed them (in the context of the turn it
@@ -126,9 +125,10 @@ class MemoryWriter:
     # -- exact repeats (memory.repeats) -----------------------------------------------------------------------
     async def repeat(self, scope: NamespaceScope, memory: Memory, request: WriteRequest) -> WriteOutcome | None:
         """An exact repeat of `memory` already stored: completed if its write was interrupted, and answered as
-        the first attempt when it is this very request (same subject, tool and request id), else skipped."""
+        the first attempt when it is this very request (same subject, tool and request id, whatever its flags),
+        else skipped. Expired memories are read too: `repeats.repeat_of` leaves them out but this request's own."""
         now = self.clock.now()
-        matches = await self.store.find_by_hashes(scope, memory.namespace, [memory.content_hash], now=now)
+        matches = await self.store.find_by_hashes(scope, memory.namespace, [memory.content_hash])
         found = repeats.repeat_of(matches, memory, request, now)
         return await self.answer_repeat(scope, found, memory, now) if found is not None else None
 
@@ -159,7 +159,7 @@ class MemoryWriter:
             candidates = await storing.conflict_candidates(
                 self.store, scope, memory, draft.own, now, settings.conflict_candidates
             )
-            decision = await anyio.to_thread.run_sync(lambda: storing.decide(draft, candidates, settings))
+            decision = await cpu_meter.run_sync(lambda: storing.decide(draft, candidates, settings))
             decision = storing.settle(draft, decision, now)
         return await storing.store_decided(self.store, scope, draft, decision, now)
 

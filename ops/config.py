@@ -41,7 +41,14 @@ class TenantLimits(BaseModel):
     writes apart, and protocol messages (every JSON-RPC method but `tools/call`: `initialize`, `tools/list`,
     notifications, ...) per subject in a bucket of their own, so reconnecting agents never spend tool-call
     tokens. A tool-call bucket holds `burst_seconds` worth of requests, the protocol bucket
-    `protocol_burst_seconds` worth (by default 300 messages: 100 SDK clients reconnecting at once)."""
+    `protocol_burst_seconds` worth (by default 300 messages: 100 SDK clients reconnecting at once).
+
+    Beside the call counts, what calls cost (issue #32): CPU budgets, milliseconds of CPU time per second per
+    subject and for the tenant (`cpu_burst_seconds` worth in a bucket), each call charged the CPU time it was
+    measured to spend once it is done, a bucket in debt refusing calls (429) until refilled; and the tool calls one
+    subject and one tenant may have running at once in a gateway process, further calls waiting up to
+    `concurrency_wait_seconds` for a turn (then `rate_limited`, retryable; a call waiting on the LLM leaves its
+    turn meanwhile). See `gateway.fairness`."""
 
     subject_read_per_minute: float = Field(600, gt=0)
     subject_write_per_minute: float = Field(120, gt=0)
@@ -50,6 +57,12 @@ class TenantLimits(BaseModel):
     burst_seconds: float = Field(10, gt=0)
     subject_protocol_per_minute: float = Field(600, gt=0)
     protocol_burst_seconds: float = Field(30, gt=0)
+    subject_cpu_ms_per_second: float = Field(100, gt=0)
+    tenant_cpu_ms_per_second: float = Field(200, gt=0)
+    cpu_burst_seconds: float = Field(2, gt=0)
+    subject_concurrency: int = Field(1, ge=1)
+    tenant_concurrency: int = Field(1, ge=1)
+    concurrency_wait_seconds: float = Field(5, gt=0, le=300)
 
 
 class ScoringOverrides(BaseModel):
@@ -93,6 +106,40 @@ class Settings(BaseSettings):
         "to a loopback address, any host otherwise.",
     )
     data_dir: Path = Path("./data")
+    forwarded_allow_ips: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1", "::1"],
+        description='Proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses, CIDRs, or "*"): '
+        "behind them the client address (refusal limits) is the forwarded one, and they are exempt from the "
+        "per-client connection cap.",
+    )
+    request_header_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        le=300,
+        description="A connection must send a request's whole headers within this long (from its opening, or from "
+        "the first byte of a later request): else 408 and closed.",
+    )
+    request_body_timeout_seconds: float = Field(
+        30.0, gt=0, le=3600, description="A request body must arrive whole within this long after its headers."
+    )
+    max_request_header_bytes: int = Field(
+        32_768, ge=4096, le=1_048_576, description="Largest request head (request line and headers): 431 above."
+    )
+    max_connections: int = Field(
+        1000,
+        ge=1,
+        description="Open connections served at once (lowered to fit the open-file limit); beyond them a small "
+        "reserve answers only /livez and /readyz (503 to the rest), and further connections are closed at once.",
+    )
+    max_connections_per_client: int = Field(
+        100,
+        ge=1,
+        description="Open connections per client address (peer address; trusted proxies are exempt): more are "
+        "answered 503 and closed at once.",
+    )
+    probe_connection_reserve: int = Field(
+        8, ge=1, le=1000, description="Connections kept beyond max_connections for /livez and /readyz only."
+    )
 
     # backends
     vector_backend: Literal["edge"] = "edge"
@@ -130,6 +177,26 @@ class Settings(BaseSettings):
     qdrant_api_key: SecretStr | None = None
     qdrant_collection_prefix: str = "hindsight"
     backend_timeout_seconds: float = Field(5.0, gt=0, le=120)
+    redis_fail_open_timeout_seconds: float = Field(
+        0.5,
+        gt=0,
+        le=120,
+        description="Deadline of a Redis call whose failure is served anyway (a rate limit that fails open, a"
+        " CPU charge, a recall-log write), at most backend_timeout_seconds; a request waits so once at most.",
+    )
+    redis_breaker_threshold: int = Field(
+        5, ge=1, le=1000, description="Redis calls in a row without an answer that open the circuit breaker."
+    )
+    redis_breaker_silence_seconds: float = Field(
+        2.0,
+        ge=0,
+        le=300,
+        description="How long no Redis call may have had an answer before the circuit breaker opens: calls timing out"
+        " while others are answered are an overloaded process, not a hung Redis.",
+    )
+    redis_breaker_cooldown_seconds: float = Field(
+        5.0, gt=0, le=300, description="How long an open Redis circuit breaker fails calls at once before a probe."
+    )
 
     # rate limits and idempotency
     rate_limit_enabled: bool = True
@@ -141,6 +208,14 @@ class Settings(BaseSettings):
         True,
         description="When the limiter's Redis is down: serve without limits (true, logged) or answer 503 (false).",
     )
+    refusal_limit_per_minute: float = Field(
+        60,
+        ge=0,
+        description="Refused requests (400, 401, 413) a client address, and a bearer token, may cause per minute; "
+        "beyond the burst their requests get 429 before any token is verified or body read (0: off). In process, "
+        "per replica.",
+    )
+    refusal_limit_burst: int = Field(30, ge=1, description="Refused requests a fresh client may cause at once.")
     idempotency_retention_seconds: int = Field(86_400, ge=60)
     idempotency_wait_seconds: float = Field(30.0, gt=0)
     idempotency_lease_seconds: float = Field(
@@ -190,7 +265,7 @@ class Settings(BaseSettings):
     jwt_tenant_claim: str = "tenant"
     jwt_namespaces_claim: str = "namespaces"
     jwt_scope_claim: str = "scope"
-    jwt_max_token_bytes: int = Field(8192, ge=256)
+    jwt_max_token_bytes: int = Field(4096, ge=256, description="Larger bearer tokens are refused unparsed.")
     jwt_public_key: str | None = Field(
         None,
         description="PEM public key text, or the path of a PEM file, for RS*/ES* tokens. Several concatenated "
@@ -208,7 +283,11 @@ class Settings(BaseSettings):
     # limits
     max_content_chars: int = Field(8000, ge=1)
     default_top_k: int = Field(8, ge=1)
-    max_top_k: int = Field(100, ge=1)
+    max_top_k: int = Field(50, ge=1, description="Largest recall top_k (a model reads a few dozen memories).")
+    max_query_chars: int = Field(
+        2000, ge=1, description="Longest recall query: a longer one is refused (ask the question, not its context)."
+    )
+    max_token_budget: int = Field(32_000, ge=1, description="Largest recall token_budget (a context window).")
     recall_candidates: int = Field(
         75,
         ge=50,  # the stores never read a candidate list shallower (memory.stores.common.PREFETCH_MIN)

@@ -108,6 +108,12 @@ class Metrics:
             "hindsight_tool_calls", "MCP tool calls by tool and outcome.", ["tool", "outcome", *extra],
             registry=self.registry,
         )  # fmt: skip
+        self.tool_cpu = Counter(
+            "hindsight_tool_cpu_seconds",
+            "CPU time tool calls were measured to spend and charged to the CPU budgets, by tool (gateway.fairness).",
+            ["tool", *extra],
+            registry=self.registry,
+        )
         self.writes = Counter(
             "hindsight_writes", "Memory writes by action (created, updated, skipped, superseded).", ["action"],
             registry=self.registry,
@@ -190,6 +196,17 @@ class Metrics:
             " (other: no route) and status class; refusals by auth, body size and rate limits and errors included.",
             ["method", "route", "status_class"],
             buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.redis_breaker_state = Gauge(
+            "hindsight_redis_breaker_state",
+            "The Redis client's circuit breaker: 0 closed (calls go to Redis), 1 half-open (one call probes), 2 open"
+            " (calls fail at once); 0 without Redis.",
+            registry=self.registry,
+        )
+        self.redis_breaker_openings = CallbackCounter(
+            "hindsight_redis_breaker_openings",
+            "Times the Redis circuit breaker opened (Redis calls in a row got no answer, or a probe got none).",
             registry=self.registry,
         )
         ProcessCollector(registry=self.registry)

@@ -47,3 +47,16 @@ class IdempotencyConflict(TenancyError):
     """A `request_id` was reused with other arguments: the first call's result stands, this one is refused."""
 
     code: ClassVar[str] = "idempotency_conflict"
+
+
+class TooManyCalls(TenancyError):
+    """A subject or tenant already has as many tool calls running as it may (`tenancy.concurrency`), and no turn
+    came free within the wait: retry shortly."""
+
+    code: ClassVar[str] = "rate_limited"
+
+
+class CpuBudgetSpent(TenancyError):
+    """A subject's or tenant's CPU budget is in debt (`gateway.fairness`): retry once it has refilled."""
+
+    code: ClassVar[str] = "rate_limited"

@@ -37,6 +37,7 @@ import anyio
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
+from memory.cpu_meter import waiting_elsewhere
 from memory.errors import BackendUnavailable
 from memory.redis_errors import redis_errors
 from tenancy.limits import Claim, Conflict, IdempotencyKey, IdempotencyStore, Replay, Started
@@ -156,8 +157,9 @@ class InProcessIdempotency:
                 lease_left = entry.expires_at - self._clock()
                 if lease_left <= 0:
                     return self._claim(key, fingerprint)  # its call stopped renewing: take it over
-                with anyio.move_on_after(lease_left):
-                    await entry.finished.wait()
+                async with waiting_elsewhere():  # on another call: this one's turn goes to others meanwhile
+                    with anyio.move_on_after(lease_left):
+                        await entry.finished.wait()
         raise BackendUnavailable("timed out waiting for the in-flight call with this idempotency key")
 
     async def renew(self, key: IdempotencyKey) -> bool:
@@ -291,7 +293,8 @@ class RedisIdempotency:
             left = deadline - anyio.current_time()
             if left <= 0:
                 raise BackendUnavailable("timed out waiting for the in-flight call with this idempotency key")
-            await anyio.sleep(min(delay, left))
+            async with waiting_elsewhere():  # on another call: this one's turn goes to others meanwhile
+                await anyio.sleep(min(delay, left))
             delay = min(delay * 2, _POLL_MAX)
 
     async def renew(self, key: IdempotencyKey) -> bool:

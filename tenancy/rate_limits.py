@@ -4,7 +4,8 @@ Both implement `tenancy.limits.RateLimiter` and own the bucket state: per bucket
 they were last counted. A call takes `cost` tokens (1; a batch of n writes: n) from every bucket it names, or
 none if any bucket holds fewer than `min(cost, capacity)`; then `retry_after_seconds` is the longest wait until
 every bucket holds that many: `max((min(cost, capacity) - tokens) / refill_per_second)` over the short buckets.
-A cost over the capacity is taken from a full bucket, leaving it below zero until refilled.
+A cost over the capacity is taken from a full bucket, leaving it below zero until refilled. `charge` takes a
+cost known only after the fact (a call's CPU time) whatever the buckets hold, so they may go into debt too.
 
 Redis: one Lua script checks and consumes all buckets atomically and reads the clock with `TIME`, so replicas
 with skewed clocks agree. Each bucket is a hash `{tokens, ts}` that expires after twice its full-refill time (an
@@ -51,6 +52,11 @@ def _check_cost(cost: float) -> None:
         raise ValueError("a rate-limited call costs a finite number of tokens >= 1")
 
 
+def _check_charge(cost: float) -> None:
+    if not (cost >= 0 and math.isfinite(cost)):
+        raise ValueError("a charge is a finite number of tokens >= 0")
+
+
 @dataclass
 class _Level:
     tokens: float
@@ -88,6 +94,16 @@ class InProcessRateLimiter:
         for bucket, left in zip(checked, tokens, strict=True):
             self._levels[bucket.key] = _Level(left - cost, now, bucket.capacity, bucket.refill_per_second)
         return RateDecision(allowed=True, retry_after_seconds=0.0)
+
+    async def charge(self, buckets: Sequence[Bucket], cost: float) -> None:
+        checked = _checked(buckets)
+        _check_charge(cost)
+        if cost == 0:
+            return
+        now = self._clock()
+        for bucket in checked:
+            left = self._tokens(bucket, now) - cost
+            self._levels[bucket.key] = _Level(left, now, bucket.capacity, bucket.refill_per_second)
 
     def _tokens(self, bucket: Bucket, now: float) -> float:
         level = self._levels.get(bucket.key)
@@ -141,6 +157,30 @@ end
 return {1, '0'}
 """
 
+# KEYS: bucket hashes; ARGV: capacity and refill per second for each bucket in turn, then the cost. Takes the cost
+# from every bucket whatever it holds; each bucket is kept until twice its full refill from the level it is left at.
+_CHARGE = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local cost = tonumber(ARGV[2 * #KEYS + 1])
+for i, key in ipairs(KEYS) do
+  local capacity = tonumber(ARGV[2 * i - 1])
+  local refill = tonumber(ARGV[2 * i])
+  local stored = redis.call('HMGET', key, 'tokens', 'ts')
+  local tokens = tonumber(stored[1])
+  local at = tonumber(stored[2])
+  if tokens == nil or at == nil then
+    tokens = capacity
+  else
+    tokens = math.min(capacity, tokens + math.max(0, now - at) * refill)
+  end
+  local left = tokens - cost
+  redis.call('HSET', key, 'tokens', string.format('%.17g', left), 'ts', string.format('%.6f', now))
+  redis.call('PEXPIRE', key, math.max(1000, math.ceil((capacity - left) / refill * 2000)))
+end
+return 1
+"""
+
 
 class RedisRateLimiter:
     """`RateLimiter` on Redis, shared by every replica (see the module docstring for the layout)."""
@@ -148,6 +188,7 @@ class RedisRateLimiter:
     def __init__(self, client: redis.asyncio.Redis | RedisCluster) -> None:
         self._client = client
         self._acquire = client.register_script(_ACQUIRE)
+        self._charge = client.register_script(_CHARGE)
 
     async def acquire(self, buckets: Sequence[Bucket], cost: float = 1.0) -> RateDecision:
         checked = _checked(buckets)
@@ -166,6 +207,18 @@ class RedisRateLimiter:
             return RateDecision(allowed=True, retry_after_seconds=0.0)
         text = retry_after.decode() if isinstance(retry_after, bytes) else str(retry_after)
         return RateDecision(allowed=False, retry_after_seconds=float(text))
+
+    async def charge(self, buckets: Sequence[Bucket], cost: float) -> None:
+        checked = _checked(buckets)
+        _check_charge(cost)
+        if not checked or cost == 0:
+            return
+        args: list[float] = []
+        for bucket in checked:
+            args += [bucket.capacity, bucket.refill_per_second]
+        args.append(cost)
+        with redis_errors("rate limiter"):
+            await self._charge(keys=[b.key for b in checked], args=args)
 
     async def ping(self) -> None:
         with redis_errors("rate limiter"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from memory.clock import ManualClock
 from ops.config import Settings, TenantLimits
 from tenancy import mint_token
 from tests.chat_server import ChatServer
-from tests.redis_server import RedisClusterServer, RedisServer, RedisTarget
+from tests.redis_server import RedisClusterServer, RedisServer, RedisTarget, frozen
 
 SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 BASE_URL = "http://127.0.0.1:8080"
@@ -40,12 +40,17 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
         subject_write_per_minute=1e6,
         tenant_read_per_minute=1e6,
         tenant_write_per_minute=1e6,
-    )  # tests of other behaviour must not trip over rate limits; rate-limit tests pass their own
+        subject_cpu_ms_per_second=1e9,
+        tenant_cpu_ms_per_second=1e9,
+        subject_concurrency=1000,
+        tenant_concurrency=1000,
+    )  # tests of other behaviour must not trip over rate limits, CPU budgets or turns; their own tests pass theirs
     values: dict[str, Any] = {
         "data_dir": data_dir,
         "jwt_secret": SECRET,
         "maintenance_interval_seconds": 3600,
         "rate_limit_default": generous,
+        "refusal_limit_burst": 100_000,  # tests of 401s and 413s refuse more than a client's burst
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
@@ -193,6 +198,40 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def freezable_redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterServer]:
+    """A Redis Cluster that tests freeze whole (SIGSTOP, `tests.redis_server.frozen`): its nodes wait 60 s before
+    they flag a silent peer, so a freeze of a few seconds leaves the cluster as it was. Tests use keys of their
+    own."""
+    cluster = RedisClusterServer(tmp_path_factory.mktemp("freezable-cluster"), node_timeout_ms=60_000)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+Freeze = Callable[[], AbstractContextManager[None]]  # stops every process of a Redis inside its block
+
+
+@pytest.fixture(params=["redis", "redis_cluster"])
+async def hung_redis(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[str, bool, Freeze]]:
+    """(url, cluster, a function freezing every Redis process) for a server of this test and the freezable
+    cluster of the session."""
+    if request.param == "redis":
+        server = RedisServer(tmp_path / "redis")
+        server.start()
+        try:
+            assert server.process is not None
+            process = server.process
+            yield server.url, False, lambda: frozen(process)
+        finally:
+            server.stop()
+    else:
+        cluster: RedisClusterServer = request.getfixturevalue("freezable_redis_cluster")
+        yield cluster.url, True, lambda: frozen(*cluster.processes.values())
 
 
 @pytest.fixture

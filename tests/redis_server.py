@@ -3,15 +3,33 @@ the same port (for fault tests), and a Redis Cluster of such servers. No mocks: 
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from ops.redis_client import RedisClient, open_redis
+
+
+@contextmanager
+def frozen(*processes: subprocess.Popen[bytes]) -> Iterator[None]:
+    """The processes stopped with SIGSTOP inside the block: a hung server, whose sockets still accept connections
+    but never answer (unlike a killed one, which refuses them). SIGCONT on the way out, whatever happened."""
+    stopped = []
+    try:
+        for process in processes:
+            os.kill(process.pid, signal.SIGSTOP)
+            stopped.append(process)
+        yield
+    finally:
+        for process in stopped:
+            os.kill(process.pid, signal.SIGCONT)
 
 
 def free_port() -> int:
@@ -120,8 +138,9 @@ class RedisClusterServer:
     the cluster agrees on the new roles.
     """
 
-    def __init__(self, workdir: Path, masters: int = 3) -> None:
+    def __init__(self, workdir: Path, masters: int = 3, node_timeout_ms: int = 5000) -> None:
         binary, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+        self.node_timeout_ms = node_timeout_ms
         if binary is None or cli is None:
             raise RuntimeError("redis-server and redis-cli are not installed (.ci/run installs them)")
         self.binary, self.cli = binary, cli
@@ -165,7 +184,7 @@ class RedisClusterServer:
                 "--cluster-config-file",
                 str(node_dir / "nodes.conf"),
                 "--cluster-node-timeout",
-                "5000",
+                str(self.node_timeout_ms),
                 "--cluster-replica-no-failover",
                 "yes",
                 "--save",

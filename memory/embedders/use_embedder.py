@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
+from memory import cpu_meter
 from memory.errors import BackendUnavailable
 
 MAX_CHARS = 1_000  # embedded per text; the rest of a long memory is found by keyword
@@ -46,11 +46,11 @@ class UseEmbedder:
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        rows = await anyio.to_thread.run_sync(self._encode, [fit(t) for t in texts], limiter=self._limiter)
+        rows = await cpu_meter.run_sync(self._encode, [fit(t) for t in texts], limiter=self._limiter)
         return [[float(x) for x in row] for row in rows]
 
     async def embed_query(self, text: str) -> list[float]:
-        [row] = await anyio.to_thread.run_sync(self._encode, [fit(text)], limiter=self._limiter)
+        [row] = await cpu_meter.run_sync(self._encode, [fit(text)], limiter=self._limiter)
         return [float(x) for x in row]
 
     def _encode(self, texts: list[str]) -> Any:

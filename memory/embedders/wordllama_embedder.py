@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
-
+from memory import cpu_meter
 from memory.errors import BackendUnavailable
 
 _INLINE_BATCH = 64
@@ -60,7 +59,7 @@ class WordLlamaEmbedder:
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if len(texts) <= _INLINE_BATCH and sum(len(t) for t in texts) <= _INLINE_CHARS:
             return self._embed(texts)
-        return await anyio.to_thread.run_sync(self._embed, texts)
+        return await cpu_meter.run_sync(self._embed, texts)
 
     async def embed_query(self, text: str) -> list[float]:
         return (await self.embed_documents([text]))[0]

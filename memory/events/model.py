@@ -162,6 +162,13 @@ def encode_event(event: Event) -> str:
     )
 
 
+def request_key(event: Event) -> str | None:
+    """What the stores index an event by so that a retry of the request that recorded it finds it (issue #32):
+    its request id and subject, None without a request id. A request id has no space (`check_request_id`), so
+    the key names one (request id, subject) pair."""
+    return None if event.request_id is None else f"{event.request_id} {event.subject}"
+
+
 def encode_result(content: str, at: datetime, metadata: dict[str, Any] | None) -> str:
     return dump_json({"content": content, "at": micros(at), "metadata": metadata}, "tool result")
 

@@ -27,8 +27,10 @@ local function retain(age, retain_key, member, ended)
 end
 """
 # KEYS rec ev ids age calls task tasks n:all n:active n:ended idle retain. ARGV id body recorded type call-token
-# task-token session member own-result bound-result touch. Returns {id} for a new event, else {id, body, result}
-# of the stored event (a retry, or the call a result was bound to).
+# task-token session member own-result bound-result touch request-key look-up. Returns {id} for a new event, else
+# {id, body, result} of the stored event (a retry by id, or by request key when look-up is '1'; or the call a
+# result was bound to). The request key is indexed (`q:<key>`, with `k:<id>` / `rk:<call id>` for retention to
+# remove it) in the same step; an import ('0') indexes a key only if no event holds it yet.
 APPEND = (
     _AFTER
     + """
@@ -38,6 +40,14 @@ local function stored(eid) return {eid, redis.call('HGET', ev, eid), redis.call(
 if redis.call('HEXISTS', ev, id) == 1 then return stored(id) end
 local prior = redis.call('HGET', ev, 'b:' .. id)
 if prior and redis.call('HEXISTS', ev, prior) == 1 then return stored(prior) end
+local rq = ARGV[12]
+if rq ~= '' then
+  local by = redis.call('HGET', ev, 'q:' .. rq)
+  if by and redis.call('HEXISTS', ev, by) == 1 then
+    if ARGV[13] == '1' then return stored(by) end
+    rq = ''
+  end
+end
 local target = false
 if ARGV[10] ~= '' and call ~= '' then
   local cid = redis.call('HGET', calls, call)
@@ -45,8 +55,10 @@ if ARGV[10] ~= '' and call ~= '' then
 end
 if target then
   redis.call('HSET', ev, 'r:' .. target, ARGV[10], 'b:' .. id, target, 'rb:' .. target, id)
+  if rq ~= '' then redis.call('HSET', ev, 'q:' .. rq, target, 'rk:' .. target, rq) end
 else
   redis.call('HSET', ev, id, ARGV[2])
+  if rq ~= '' then redis.call('HSET', ev, 'q:' .. rq, id, 'k:' .. id, rq) end
   if ARGV[9] ~= '' then redis.call('HSET', ev, 'r:' .. id, ARGV[9]) end
   redis.call('ZADD', ids, 0, id)
   redis.call('ZADD', age, recorded, id)
@@ -189,7 +201,11 @@ for _, id in ipairs(old) do
   if c and redis.call('HGET', KEYS[5], c) == id then redis.call('HDEL', KEYS[5], c) end
   local rb = redis.call('HGET', ev, 'rb:' .. id)
   if rb then redis.call('HDEL', ev, 'b:' .. rb) end
-  redis.call('HDEL', ev, id, 'r:' .. id, 't:' .. id, 'c:' .. id, 'rb:' .. id)
+  for _, f in ipairs({'k:', 'rk:'}) do
+    local rq = redis.call('HGET', ev, f .. id)
+    if rq and redis.call('HGET', ev, 'q:' .. rq) == id then redis.call('HDEL', ev, 'q:' .. rq) end
+  end
+  redis.call('HDEL', ev, id, 'r:' .. id, 't:' .. id, 'c:' .. id, 'rb:' .. id, 'k:' .. id, 'rk:' .. id)
   redis.call('ZREM', KEYS[3], id)
   redis.call('ZREM', KEYS[4], id)
 end

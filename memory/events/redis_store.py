@@ -8,7 +8,9 @@ another's key. With `S = hs:{T}:ev:s:<ns>:<session>`, `N = hs:{T}:ev:n:<ns>`:
 - `S:rec` hash, the session record: status, goal, started, last, ended (microseconds), events, through
   (extracted_through), archive (JSON), reason.
 - `S:ev` hash: `<id>` the event's JSON; `r:<id>` the result bound to a call; `t:<id>` its task token; `c:<id>` a
-  call's call token; `b:<result id>` the call a result was bound to and `rb:<call id>` the reverse (retries).
+  call's call token; `b:<result id>` the call a result was bound to and `rb:<call id>` the reverse (retries);
+  `q:<request key>` the event a request recorded (`model.request_key`: the call, for a bound result), with
+  `k:<id>` and `rk:<call id>` the request keys of an event and of the result bound to it (retention).
 - `S:ids` zset (score 0, lexical = id order), `S:age` zset (score = recorded_at), `S:task:<token>` zset per task,
   `S:tasks` set of task tokens, `S:calls` hash call token -> the highest tool_call id with that call id.
 - `N:all`, `N:active`, `N:ended` zsets of session ids (score 0: session id order) for listings.
@@ -49,6 +51,7 @@ from memory.events.model import (
     encode_result,
     from_micros,
     micros,
+    request_key,
     result_of,
 )
 from memory.events.store import check_access, check_import, export_pages
@@ -165,6 +168,7 @@ class RedisEventStore:
         args: list[str | int] = [event.id, encode_event(event), micros(event.recorded_at), event.type]
         args += [_token(event.call_id), task]
         args += [keys.session_id, keys.member, result_of(event) or "", bound, "1" if touch else "0"]
+        args += [request_key(event) or "", "1" if bind else "0"]  # an append looks its request up, an import not
         with redis_errors("event store"):
             return list(await self._append(keys=names, args=args))
 

@@ -10,8 +10,13 @@ Schema (rows carry the tenant of the caller's scope, never a tenant the caller s
 
 - `events`: one row per stored event: the key columns (tenant, namespace, session_id, id), the columns queries
   filter on (task_id, type, call_id, recorded_us), `body` (the event's JSON, `model.encode_event`), `result` (the
-  bound tool result's JSON) and `result_id` (the id of the tool_result that was bound, so its retry finds it).
+  bound tool result's JSON) and `result_id` (the id of the tool_result that was bound, so its retry finds it),
+  `request_key` and `result_request_key` (`model.request_key` of the event and of the bound result: the request
+  index a retry under a new id finds them by, written in the same transaction).
 - `sessions`: one row per session record; times as integer microseconds, `archive` as JSON.
+
+`user_version` 2; a file of version 1 (no request index) gets the two columns when opened, `request_key` filled
+from each event's JSON.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from memory.events.model import (
     encode_result,
     from_micros,
     micros,
+    request_key,
     result_of,
 )
 from memory.events.store import check_access, check_import, export_pages
@@ -55,7 +61,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     tenant TEXT NOT NULL, namespace TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL,
     task_id TEXT, type TEXT NOT NULL, call_id TEXT, recorded_us INTEGER NOT NULL,
-    body TEXT NOT NULL, result TEXT, result_id TEXT,
+    body TEXT NOT NULL, result TEXT, result_id TEXT, request_key TEXT, result_request_key TEXT,
     UNIQUE (tenant, namespace, session_id, id)
 );
 CREATE INDEX IF NOT EXISTS events_by_task ON events (tenant, namespace, session_id, task_id, id);
@@ -73,7 +79,14 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (tenant, namespace, status, session_id);
 CREATE INDEX IF NOT EXISTS sessions_by_idle ON sessions (tenant, status, last_event_us);
 CREATE INDEX IF NOT EXISTS sessions_by_end ON sessions (status, ended_us);
-PRAGMA user_version = 1;
+"""
+# Version 2: the request index (a file of version 1 gets its columns first, `_add_request_index`).
+_REQUEST_INDEX = """
+CREATE INDEX IF NOT EXISTS events_by_request ON events (tenant, namespace, session_id, request_key, id)
+    WHERE request_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_result_request ON events (tenant, namespace, session_id, result_request_key)
+    WHERE result_request_key IS NOT NULL;
+PRAGMA user_version = 2;
 """
 
 _SESSION_COLUMNS = (
@@ -89,8 +102,9 @@ ON CONFLICT DO UPDATE SET status = 'active', ended_us = NULL, end_reason = NULL,
     last_event_us = MAX(last_event_us, excluded.last_event_us), events = events + excluded.events
 """
 _INSERT_EVENT = """
-INSERT OR IGNORE INTO events (tenant, namespace, session_id, id, task_id, type, call_id, recorded_us, body, result)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT OR IGNORE INTO events
+    (tenant, namespace, session_id, id, task_id, type, call_id, recorded_us, body, result, request_key)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 Key = tuple[str, str, str]
@@ -126,15 +140,39 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 
 def _insert_event(conn: sqlite3.Connection, tenant: str, event: Event) -> bool:
     row = (tenant, event.namespace, event.session_id, event.id, event.task_id, event.type, event.call_id)
-    stored = conn.execute(
-        _INSERT_EVENT, (*row, micros(event.recorded_at), encode_event(event), result_of(event))
-    ).rowcount
-    return stored == 1
+    values = (micros(event.recorded_at), encode_event(event), result_of(event), request_key(event))
+    return conn.execute(_INSERT_EVENT, (*row, *values)).rowcount == 1
 
 
 def _find(conn: sqlite3.Connection, key: Key, where: str, value: str) -> Event | None:
-    found = conn.execute(f"SELECT body, result FROM events WHERE {_KEY} AND {where} = ?", (*key, value)).fetchone()
+    """The first event (in id order) of the session whose column `where` holds `value`."""
+    query = f"SELECT body, result FROM events WHERE {_KEY} AND {where} = ? ORDER BY id LIMIT 1"
+    found = conn.execute(query, (*key, value)).fetchone()
     return None if found is None else decode_event(key[1], key[2], found[0], found[1])
+
+
+def _retried(conn: sqlite3.Connection, key: Key, event: Event) -> Event | None:
+    """What an earlier append of this event stored (by its id, or by its request), if any: the event itself or
+    the call its result was bound to."""
+    found = _find(conn, key, "id", event.id) or _find(conn, key, "result_id", event.id)
+    if found is None and (request := request_key(event)) is not None:
+        found = _find(conn, key, "request_key", request) or _find(conn, key, "result_request_key", request)
+    return found
+
+
+def _add_request_index(conn: sqlite3.Connection) -> None:
+    """Bring a file of version 1 to version 2: the request index columns, `request_key` filled from the events'
+    JSON (a request id has no space: `model.request_key`); then the indexes, on any file."""
+    with _transaction(conn):
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
+        if "request_key" not in columns:
+            conn.execute("ALTER TABLE events ADD COLUMN request_key TEXT")
+            conn.execute("ALTER TABLE events ADD COLUMN result_request_key TEXT")
+            conn.execute(
+                "UPDATE events SET request_key = json_extract(body, '$.request') || ' ' ||"
+                " json_extract(body, '$.subject') WHERE json_extract(body, '$.request') IS NOT NULL"
+            )
+    conn.executescript(_REQUEST_INDEX)
 
 
 class SqliteEventStore:
@@ -159,6 +197,7 @@ class SqliteEventStore:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {synchronous}")
             conn.executescript(_SCHEMA)
+            _add_request_index(conn)
         except (sqlite3.Error, OSError) as exc:
             raise BackendUnavailable(f"event store (sqlite) unavailable: {type(exc).__name__}: {exc}") from exc
         return cls(conn)
@@ -188,9 +227,9 @@ class SqliteEventStore:
 
         def work(conn: sqlite3.Connection) -> Event:
             with _transaction(conn):
-                prior = _find(conn, key, "id", event.id) or _find(conn, key, "result_id", event.id)
+                prior = _retried(conn, key, event)
                 if prior is not None:
-                    return prior  # a retry: the stored event, unchanged
+                    return prior  # a retry: what the first append stored, unchanged
                 call = None
                 if binds:
                     call = conn.execute(
@@ -201,8 +240,8 @@ class SqliteEventStore:
                 recorded = micros(event.recorded_at)
                 if call is not None and call[1] is None:
                     conn.execute(
-                        f"UPDATE events SET result = ?, result_id = ? WHERE {_KEY} AND id = ?",
-                        (bound, event.id, *key, call[0]),
+                        f"UPDATE events SET result = ?, result_id = ?, result_request_key = ? WHERE {_KEY} AND id = ?",
+                        (bound, event.id, request_key(event), *key, call[0]),
                     )
                     conn.execute(_TOUCH, (*key, recorded, recorded, 0))
                     stored = _find(conn, key, "id", call[0])

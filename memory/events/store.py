@@ -15,6 +15,12 @@ Rules every implementation follows:
   latest `recorded_at` seen and counts the events it stored. An append to an `ended` session makes it `active`
   again (ended_at and end_reason cleared; `extracted_through` kept), so what an agent records after the end is
   extracted by the next end or sweep rather than lost.
+- Retries: an append is a retry when its id is stored already, or when its request id and subject
+  (`model.request_key`) name an event of that session stored by an earlier append, or a result bound into a
+  call: it returns what the first append returned (the stored event, or the call the result was bound to),
+  unchanged, and stores nothing. The request index is written in the same atomic step as the event, so a
+  request whose first attempt died after its append (a SIGKILL, a lost reply, a failover) records its event once,
+  whatever id its retry makes. An import stores events as given (never looked up by request id) and indexes them.
 - Tool binding: a `tool_result` whose `call_id` names a stored `tool_call` of the same session without a result
   (the one with the highest id when several share it) is folded into that call; nothing else is stored and the
   session's event count does not change. A result without such a call is stored as its own event.
@@ -48,8 +54,8 @@ from memory.scope import NamespaceScope, validate_namespace
 class EventStore(Protocol):
     async def append(self, scope: NamespaceScope, event: Event) -> Event:
         """Store the event (or bind a tool result to its call) and touch its session record. Returns the stored
-        event: the event itself, the call it was bound to, or, for an id already stored (a retry), the stored
-        event unchanged."""
+        event: the event itself, the call it was bound to, or, for a retry (an id, or a request id of the same
+        subject, already stored in that session), what the first append returned, unchanged."""
         ...
 
     async def events(

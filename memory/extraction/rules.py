@@ -45,8 +45,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import cast
 
-import anyio.to_thread
-
+from memory import cpu_meter
 from memory.extraction import signals
 from memory.extraction.dates import annotate
 from memory.extraction.model import MAX_FACT_CHARS, ExtractedFact, Extraction, FactKind, SourceEvent
@@ -402,7 +401,7 @@ class RuleExtractor:
     async def extract(self, events: Sequence[SourceEvent]) -> list[ExtractedFact]:
         """`extract_sync` in a worker thread: a turn costs well under a millisecond per kilobyte of text (about
         50 ms for 8,000 hostile characters), which must not stall the event loop's other requests."""
-        return await anyio.to_thread.run_sync(self.extract_sync, events)
+        return await cpu_meter.run_sync(self.extract_sync, events)
 
     async def run(self, events: Sequence[SourceEvent]) -> Extraction:
         return Extraction(tuple(await self.extract(events)), "rules")

@@ -1,5 +1,6 @@
 """`InProcessNamespaceLocks`: one `anyio.Lock` per (tenant, namespace), created on demand and dropped when no
-task holds or waits for it, so the table never grows with the number of namespaces ever written."""
+task holds or waits for it, so the table never grows with the number of namespaces ever written. A call that has to
+wait for a lock leaves its turn among its tenant's running calls meanwhile (`memory.cpu_meter.waiting_elsewhere`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 
+from memory.cpu_meter import waiting_elsewhere
 from memory.errors import BackendUnavailable
 
 DEFAULT_WAIT_SECONDS = 10.0
@@ -37,8 +39,10 @@ class InProcessNamespaceLocks:
         entry.users += 1
         try:
             try:
-                with anyio.fail_after(self.wait_seconds):
-                    await entry.lock.acquire()
+                if not _taken_at_once(entry.lock):
+                    async with waiting_elsewhere():  # on another call: this one's turn goes to others meanwhile
+                        with anyio.fail_after(self.wait_seconds):
+                            await entry.lock.acquire()
             except TimeoutError:
                 raise BackendUnavailable("the namespace is busy with other writes; retry shortly") from None
             try:
@@ -53,3 +57,11 @@ class InProcessNamespaceLocks:
     def held(self) -> int:
         """How many namespaces have a holder or a waiter (for tests and debug views)."""
         return len(self._entries)
+
+
+def _taken_at_once(lock: anyio.Lock) -> bool:
+    try:
+        lock.acquire_nowait()
+    except anyio.WouldBlock:
+        return False
+    return True

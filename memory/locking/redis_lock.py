@@ -3,7 +3,9 @@
 One key per namespace, `hs:{tenant}:lock:<namespace>` (the tenant is the Redis Cluster hash tag, the namespace is
 percent-encoded), set with `SET NX PX` to a random token and released by a compare-and-delete script, so a holder
 never releases a lock another one took after its lease ran out. The lease bounds how long a crashed replica can
-hold a namespace; waiters poll with a short backoff and give up with the retryable `BackendUnavailable`. Within
+hold a namespace, and a release that gets no answer within `release_seconds` (a hung Redis) is left to it, so a
+write that took the lock just before Redis froze does not wait a second deadline on its way out. Waiters poll
+with a short backoff and give up with the retryable `BackendUnavailable`. Within
 one process the in-process lock is taken first, so tasks of one replica queue locally instead of polling Redis.
 """
 
@@ -27,6 +29,7 @@ _FAILURES = (RedisError, RedisClusterException, OSError)
 
 DEFAULT_LEASE_SECONDS = 15.0
 DEFAULT_WAIT_SECONDS = 10.0
+DEFAULT_RELEASE_SECONDS = 0.5
 _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
 
 
@@ -41,10 +44,12 @@ class RedisNamespaceLocks:
         *,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
+        release_seconds: float = DEFAULT_RELEASE_SECONDS,
     ) -> None:
         self._client = client  # redis.asyncio.Redis or RedisCluster: one key per call, any slot
         self.lease_ms = max(1, int(lease_seconds * 1000))
         self.wait_seconds = wait_seconds
+        self.release_seconds = release_seconds
         self._local = InProcessNamespaceLocks(wait_seconds)
 
     @asynccontextmanager
@@ -74,7 +79,13 @@ class RedisNamespaceLocks:
             delay = min(delay * 2, 0.05)
 
     async def _release(self, key: str, token: str) -> None:
-        try:
-            await self._client.eval(_RELEASE, 1, key, token)
-        except _FAILURES as exc:  # the lease ends it anyway
-            logger.warning("could not release namespace lock %s (%s); its lease ends it", key, type(exc).__name__)
+        released = False
+        with anyio.move_on_after(self.release_seconds):
+            try:
+                await self._client.eval(_RELEASE, 1, key, token)
+            except _FAILURES as exc:  # the lease ends it anyway
+                logger.warning("could not release namespace lock %s (%s); its lease ends it", key, type(exc).__name__)
+            released = True
+        if not released:
+            seconds = self.release_seconds
+            logger.warning("no answer releasing namespace lock %s within %g s; its lease ends it", key, seconds)

@@ -20,6 +20,7 @@ import anyio
 import anyio.to_thread
 import qdrant_edge as qe
 
+from memory import cpu_meter
 from memory.errors import BackendUnavailable, NamespaceForbidden
 from memory.models import EXTRACTED, Memory, MemoryKind
 from memory.ports import ListQuery, NearestQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
@@ -95,7 +96,7 @@ class EdgeVectorStore:
         if self._closed:
             raise BackendUnavailable("vector store is closed")
         try:
-            return await anyio.to_thread.run_sync(fn)
+            return await cpu_meter.run_sync(fn)
         except (BackendUnavailable, NamespaceForbidden):
             raise
         except Exception as exc:  # the engine raises plain exceptions for I/O and corruption
@@ -254,22 +255,26 @@ class EdgeVectorStore:
                     limit=query.limit, query=nearest, filter=query_filter, with_payload=True, with_vector=[DENSE]
                 )
             )
-        if len(requests) == 1:  # a batch of one plans more than the query alone
-            batches = [await self._run(lambda: self._shard.query(requests[0]))]
-        else:
-            batches = await self._run(lambda: self._shard.query_batch(qe.QueryBatchRequest(requests)))
-        decoded: dict[str, Memory | None] = {}  # a memory near several queries is decoded once
-        found: list[list[ScoredMemory]] = []
-        for points in batches:
-            hits = []
-            for p in points:
-                point_id = str(p.id)
-                if point_id not in decoded:
-                    decoded[point_id] = decode(p.id, p.payload)
-                if (memory := decoded[point_id]) is not None:
-                    hits.append(ScoredMemory(memory, float(p.score), vector=(p.vector or {}).get(DENSE) or ()))
-            found.append(hits)
-        return found
+
+        def query_and_decode() -> builtins.list[builtins.list[ScoredMemory]]:  # decoded in the worker thread too
+            if len(requests) == 1:  # a batch of one plans more than the query alone
+                batches = [self._shard.query(requests[0])]
+            else:
+                batches = self._shard.query_batch(qe.QueryBatchRequest(requests))
+            decoded: dict[str, Memory | None] = {}  # a memory near several queries is decoded once
+            found: list[list[ScoredMemory]] = []
+            for points in batches:
+                hits = []
+                for p in points:
+                    point_id = str(p.id)
+                    if point_id not in decoded:
+                        decoded[point_id] = decode(p.id, p.payload)
+                    if (memory := decoded[point_id]) is not None:
+                        hits.append(ScoredMemory(memory, float(p.score), vector=(p.vector or {}).get(DENSE) or ()))
+                found.append(hits)
+            return found
+
+        return await self._run(query_and_decode)
 
     async def search(
         self,
@@ -289,12 +294,15 @@ class EdgeVectorStore:
             request = qe.QueryRequest(
                 limit=limit, query=dense, filter=query_filter, with_payload=True, with_vector=[SPARSE]
             )
-            points = await self._run(lambda: self._shard.query(request))
-            return [
-                ScoredMemory(m, float(p.score), terms=tuple(terms_of(p.vector)))
-                for p in points
-                if (m := decode(p.id, p.payload))
-            ]
+
+            def query_and_decode() -> list[ScoredMemory]:  # decoded in the worker thread too, off the event loop
+                return [
+                    ScoredMemory(m, float(p.score), terms=tuple(terms_of(p.vector)))
+                    for p in self._shard.query(request)
+                    if (m := decode(p.id, p.payload))
+                ]
+
+            return await self._run(query_and_decode)
         keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
         idf = self._idf(scope, in_scope, namespaces)
         return await self._keyword_scores(
@@ -327,18 +335,19 @@ class EdgeVectorStore:
             limit=depth, query=keywords, filter=query_filter, with_vector=False, with_payload=False, params=idf
         )
 
-        def query_then_fetch_new() -> tuple[list[Any], list[Any]]:
+        statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
+
+        def query_then_fetch_new() -> list[ScoredMemory]:  # one worker-thread hop, the decoding in it too
             points = self._shard.query(request)
             new = [p.id for p in points if str(p.id) not in known]
-            return points, (self._shard.retrieve(new, True, [DENSE, SPARSE]) if new else [])
+            records = self._shard.retrieve(new, True, [DENSE, SPARSE]) if new else []
+            fetched = (
+                (m, (r.vector or {}).get(DENSE), terms_of(r.vector)) for r in records if (m := decode(r.id, r.payload))
+            )
+            hits = [(str(p.id), float(p.score)) for p in points]
+            return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
 
-        points, records = await self._run(query_then_fetch_new)  # one worker-thread hop
-        fetched = (
-            (m, (r.vector or {}).get(DENSE), terms_of(r.vector)) for r in records if (m := decode(r.id, r.payload))
-        )
-        hits = [(str(p.id), float(p.score)) for p in points]
-        statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
-        return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
+        return await self._run(query_then_fetch_new)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         flt = qe.Filter(

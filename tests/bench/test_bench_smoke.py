@@ -24,6 +24,7 @@ from bench import (
     decisions,
     embedder_cost,
     expired_plans,
+    fairness,
     hostile,
     ingest,
     isolation,
@@ -83,6 +84,11 @@ def depths(lines: list[str]) -> bool:
     return found == [f"| {d}" for d in recall_depth.DEPTHS]
 
 
+def attacks(lines: list[str]) -> bool:
+    rows = ("none (idle)", *fairness.ATTACKS)
+    return all(any(line.startswith(f"| {attack} | ") for line in lines) for attack in rows)
+
+
 def anything(lines: list[str]) -> bool:
     return True
 
@@ -103,6 +109,7 @@ def fixture_data(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         pytest.param(hostile, hostile.HEADING, anything, id="hostile"),
         pytest.param(isolation, ISOLATION_HEADING, anything, id="isolation"),
+        pytest.param(fairness, fairness.HEADING, attacks, id="fairness"),
         pytest.param(expired_plans, expired_plans.HEADING, passed_plans, id="expired_plans"),
         pytest.param(ingest, ingest.HEADING, ingestion, id="ingest"),
         pytest.param(consolidation_quality, consolidation_quality.HEADING, consolidation, id="consolidation_quality"),

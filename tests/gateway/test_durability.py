@@ -1,5 +1,9 @@
 """No acknowledged write is lost: SIGKILL the gateway right after acknowledged writes, restart it on the same
-data directory, and every acknowledged memory is there (embedded engine; its write-ahead log is the guarantee)."""
+data directory, and every acknowledged memory is there (embedded engine; its write-ahead log is the guarantee).
+And every request is applied exactly once (issue #32): SIGKILL the gateway again and again while clients send
+forced writes, forced batches and events with request ids, retry every unacknowledged request after the restart,
+and no request is stored twice or lost, in process and with Redis (`bench.crash` drives it; `python -m
+bench.crash --kills 30` is the measured run)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from bench.crash import KINDS, run_backend
 from tenancy import mint_token
 from tests.conftest import SECRET, data
 from tests.gateway.test_cli_serve import free_port, wait_until_live
@@ -62,3 +67,17 @@ async def test_acknowledged_writes_survive_sigkill_and_restart(tmp_path: Path) -
     by_id = {m["id"]: m for m in listed["memories"]}
     assert sorted(by_id) == sorted(acknowledged)
     assert by_id[acknowledged[0]]["deleted_at"] is not None
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "redis"])
+async def test_requests_retried_after_sigkills_are_applied_exactly_once(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    redis_url = request.getfixturevalue("redis_url") if backend == "redis" else None
+    report = await run_backend(backend, tmp_path, kills=3, workers=1, acks_between=(6, 12), redis_url=redis_url)
+
+    assert report.kills == 3
+    assert set(report.kinds) == set(KINDS)
+    for kind, row in report.kinds.items():
+        assert row.requests > 0, kind
+        assert (kind, row.duplicates, row.lost) == (kind, 0, 0)

@@ -83,6 +83,22 @@ async def test_the_idempotency_key_header_works_like_request_id(backend_app: Sta
     assert again.meta.get(REPLAY_META)
 
 
+async def test_a_key_sent_as_the_header_is_the_request_id_the_engine_records(
+    backend_app: Starlette, mint: Mint
+) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {mint()}", "Idempotency-Key": "hdr-2"}
+    http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=backend_app), base_url=BASE_URL, headers=headers)
+    async with http, Client(streamable_http_client(f"{BASE_URL}/mcp", http_client=http)) as client:
+        written = data(await client.call_tool("write_memory", {"content": "forced via header", "force": True}))
+        event = data(await client.call_tool("record_event", {"session_id": "s", "type": "system", "content": "x"}))
+        [memory] = data(await client.call_tool("list_memories", {}))["memories"]
+    assert (memory["id"], memory["source"]["request_id"]) == (written["id"], "hdr-2")  # a retry finds it by this
+    assert event["event"]["request_id"] == "hdr-2"
+
+
 async def test_a_failed_call_does_not_poison_its_request_id(backend_app: Starlette, mint: Mint) -> None:
     async with mcp_session(backend_app, mint()) as client:
         failed = await client.call_tool(

@@ -453,7 +453,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     try:
         with (
             start_blocking_portal(backend="asyncio") as portal,
-            portal.wrap_async_context_manager(running(create_app(make_settings(data_dir)))) as app,
+            # top_k 100 (over the default bound of 50): a recall sees every memory a scenario wrote
+            portal.wrap_async_context_manager(running(create_app(make_settings(data_dir, max_top_k=100)))) as app,
         ):
             token = mint_token(SECRET, tenant="baseline", subject="probe", read=["user:1"], write=["user:1"])
 

@@ -1,6 +1,7 @@
 """The gateway's shared state on a real Redis and on a real Redis Cluster (`HINDSIGHT_REDIS_CLUSTER`), over MCP:
 a retry of a call whose first attempt died mid-call takes the claim over after one lease and runs (it used to
-wait the full 30 s and answer `backend_unavailable`); idempotent turns replay and land in working memory."""
+wait the full 30 s and answer `backend_unavailable`); idempotent turns replay and land in working memory; a forced
+write, a forced batch item and an event whose answer was lost are found by their request id (issue #32)."""
 
 from __future__ import annotations
 
@@ -103,3 +104,34 @@ async def test_a_task_session_runs_on_redis_events_and_its_sweep_reads_them_from
     [fact] = [m for m in listed["memories"] if "Porto" in m["content"]]
     assert fact["metadata"]["source_event_ids"] == [said["event"]["id"]]
     assert [e["id"] for e in events["events"]] == [said["event"]["id"]]
+
+
+async def test_a_forced_write_a_forced_batch_item_and_an_event_whose_answer_was_lost_are_applied_once_by_the_retry(
+    app: Starlette, redis_target: RedisTarget, mint: Mint
+) -> None:
+    fact = "Invoice 1042 was paid"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("write_memory", {"content": fact, "force": True, "request_id": "fw-1"}),
+        ("write_memories", {"items": [{"content": fact, "force": True, "request_id": "fb-1"}]}),
+        ("record_event", {"session_id": "s1", "type": "user_message", "content": fact, "request_id": "ev-1"}),
+    ]
+    lost = [("write_memory", "fw-1"), ("write_memory", "fb-1"), ("record_event", "ev-1")]
+    async with mcp_session(app, mint()) as client:
+        data(await client.call_tool("write_memory", {"content": fact}))
+        first = [data(await client.call_tool(tool, arguments)) for tool, arguments in calls]
+        # the answers are lost (a SIGKILL before they were stored, a failover that lost them): the claims run out
+        client_of_test = redis_target.client()
+        for tool, request_id in lost:
+            assert await client_of_test.delete(IdempotencyKey("acme", "agent-1", tool, request_id).redis_key) == 1
+        await client_of_test.aclose()
+        retried = [await client.call_tool(tool, arguments) for tool, arguments in calls]
+        memories = data(await client.call_tool("list_memories", {}))["memories"]
+        events = data(await client.call_tool("list_events", {"session_id": "s1"}))["events"]
+
+    assert not any(r.meta and r.meta.get(REPLAY_META) for r in retried)  # run again, not replayed
+    write, batch, event = (data(r) for r in retried)
+    assert (write["id"], write["status"]) == (first[0]["id"], "created")
+    assert [(i["id"], i["status"]) for i in batch["results"]] == [(first[1]["results"][0]["id"], "created")]
+    assert event["event"] == first[2]["event"]
+    assert sorted(m["source"]["request_id"] or "" for m in memories) == ["", "fb-1", "fw-1"]
+    assert [e["request_id"] for e in events] == ["ev-1"]

@@ -144,7 +144,9 @@ async def test_input_schemas_carry_the_engine_s_bounds_from_settings(app: Starle
     assert write["importance"] | {"type": "number", "minimum": 0, "maximum": 1} == write["importance"]
     assert write["request_id"] == {"type": "string"}  # its pattern is not worth its tokens in every tool
     assert write["tags"]["maxItems"] == 32
-    assert recall["top_k"]["maximum"] == 100
+    assert recall["top_k"]["maximum"] == 50
+    assert recall["query"]["maxLength"] == 2000
+    assert recall["token_budget"]["maximum"] == 32_000
     assert tools["list_memories"].input_schema["properties"]["limit"]["maximum"] == 200
     for tool in tools.values():
         assert "additionalProperties" not in tool.input_schema, tool.name  # refused all the same (strict model)
@@ -154,7 +156,7 @@ async def test_input_schemas_carry_the_engine_s_bounds_from_settings(app: Starle
 async def test_a_value_outside_a_published_bound_is_refused_naming_the_field(app: Starlette, mint: Mint) -> None:
     async with mcp_session(app, mint()) as client:
         too_important = await client.call_tool("write_memory", {"content": "x is y", "importance": 1.5})
-        too_many = await client.call_tool("recall_memory", {"query": "x", "top_k": 101})
+        too_many = await client.call_tool("recall_memory", {"query": "x", "top_k": 51})
         listed = data(await client.call_tool("list_memories", {}))
 
     assert error_code(too_important) == "invalid_argument" and "importance" in tool_error(too_important)["message"]

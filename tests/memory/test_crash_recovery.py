@@ -2,25 +2,40 @@
 mutating store call of a supersession (store the new memory and its copy, mark the old one, mark its copy), of an
 update in place with copies (one batch), of a forget and a restore with copies, and of an import batch, on the
 embedded engine and on qdrant-client's local mode (the server code path), then retry the same request in a fresh
-process and check nothing is left half-applied."""
+process and check nothing is left half-applied. And a write that skips no repeat is applied once whatever its
+flags (issue #32): a forced write with a shared copy, a forced batch and a recorded event, each killed just before
+and just after its store call returned (stored, nothing answered), are stored exactly once by their retry."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memory.clock import SystemClock
 from memory.embedders import WordLlamaEmbedder
-from memory.models import Memory, WriteStatus
+from memory.events import SqliteEventStore
+from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.ports import VectorStore
 from memory.requests import ListRequest, WriteRequest
 from memory.service import MemoryService
 from tests.memory.conftest import scope
-from tests.memory.crash_child import BOTH, IMPORTED, OPERATIONS, open_store
+from tests.memory.crash_child import (
+    BOTH,
+    EVENT,
+    FORCED_BATCH,
+    IMPORTED,
+    OPERATIONS,
+    agent_sessions,
+    events_file,
+    forced_batch,
+    open_store,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -155,3 +170,82 @@ async def test_an_import_killed_at_any_record_is_completed_by_its_retry_without_
     memories = await run_here(backend, path, embedder, "import")
 
     assert sorted(m.content for m in memories) == sorted(IMPORTED)
+
+
+KILLS = [1, -1, 0]  # just before the store call, just after it returned (nothing answered), not at all
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kill_at", KILLS)
+async def test_a_forced_write_with_a_copy_is_stored_once_by_its_retry_wherever_its_first_attempt_died(
+    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+) -> None:
+    path = tmp_path / "store"
+    await run_here(backend, path, embedder, "setup")
+
+    assert run_child(backend, path, "forced", kill_at) == (0 if kill_at == 0 else -9)
+    store: VectorStore = await open_store(backend, path, embedder)
+    try:
+        service = MemoryService(store, embedder, SystemClock())
+        retry = WriteRequest(
+            content="I live in Berlin", subject="agent-1", share_to=["team:1"], force=True, request_id="forced-1"
+        )
+        outcome = await service.write(scope(TENANT, write=BOTH), retry)
+        memories = await everything(service)
+    finally:
+        await store.close()
+
+    forced = {m.namespace: m for m in memories if m.source.request_id == "forced-1"}
+    assert len(memories) == 4  # the setup's memory and copy; the forced one and its copy, once each
+    assert outcome.status is WriteStatus.CREATED  # the first attempt's answer
+    assert outcome.id == forced["user:1"].id
+    assert forced["team:1"].origin_id == outcome.id
+    assert live(memories, "user:1") == live(memories, "team:1") == ["I live in Berlin"] * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kill_at", KILLS)
+async def test_a_forced_batch_is_stored_once_by_its_retry_wherever_its_first_attempt_died(
+    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+) -> None:
+    path = tmp_path / "store"
+    await run_here(backend, path, embedder, "setup")
+
+    assert run_child(backend, path, "forced_batch", kill_at) == (0 if kill_at == 0 else -9)
+    store: VectorStore = await open_store(backend, path, embedder)
+    try:
+        service = MemoryService(store, embedder, SystemClock())
+        outcomes = await service.write_many(scope(TENANT, write=BOTH), forced_batch())
+        memories = await everything(service)
+    finally:
+        await store.close()
+
+    by_request = {m.source.request_id: m for m in memories}
+    assert Counter(m.source.request_id for m in memories) == Counter(
+        ["setup-1"] * 2 + [r.request_id for r in forced_batch()]
+    )
+    assert [o.status for o in outcomes if isinstance(o, WriteOutcome)] == [WriteStatus.CREATED] * len(FORCED_BATCH)
+    assert [o.id for o in outcomes if isinstance(o, WriteOutcome)] == [by_request[f"fb-{i}"].id for i in range(4)]
+    assert Counter(live(memories, "user:1")) == Counter([*FORCED_BATCH, "I live in Berlin"])
+
+
+@pytest.mark.parametrize("kill_at", KILLS)
+async def test_a_recorded_event_is_stored_once_by_its_retry_wherever_its_first_attempt_died(
+    tmp_path: Path, embedder: WordLlamaEmbedder, kill_at: int
+) -> None:
+    path = tmp_path / "store"
+    await run_here("edge", path, embedder, "setup")
+
+    assert run_child("edge", path, "event", kill_at) == (0 if kill_at == 0 else -9)
+    store: VectorStore = await open_store("edge", path, embedder)
+    events = SqliteEventStore.open(events_file(path))
+    try:
+        sessions = agent_sessions(MemoryService(store, embedder, SystemClock()), events)
+        outcome = await sessions.record(scope(TENANT, write=BOTH), replace(EVENT, request_id="event-1"))
+        stored = await events.events(scope(TENANT, read=["user:1"]), "user:1", "s1")
+    finally:
+        await events.close()
+        await store.close()
+
+    assert stored == [outcome.event]
+    assert (outcome.event.request_id, outcome.event.content) == ("event-1", EVENT.content)

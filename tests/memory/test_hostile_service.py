@@ -29,7 +29,8 @@ BOUND_MS = 250.0  # per write or recall, embedding and conflict rules included (
 
 async def write_and_recall(service: MemoryService, text: str, writes: int = 3) -> tuple[float, float]:
     """The costliest process CPU ms of `writes` writes of `text` (distinct endings, so each later one weighs the
-    earlier ones as conflict candidates) into a fresh namespace, and of as many recalls with it as the query."""
+    earlier ones as conflict candidates) into a fresh namespace, and of as many recalls with it as the query (cut
+    at the query limit, 2,000 characters: a longer query is refused)."""
     namespace = f"user:{uuid.uuid4().hex[:8]}"
     who = scope(f"hostile-{uuid.uuid4().hex[:8]}", read=[namespace], write=[namespace])
     write_ms = recall_ms = 0.0
@@ -40,7 +41,8 @@ async def write_and_recall(service: MemoryService, text: str, writes: int = 3) -
         write_ms = max(write_ms, (time.process_time() - started) * 1000)
         started = time.process_time()
         with contextlib.suppress(InvalidArgument):
-            await service.recall(who, RecallRequest(query=text, namespaces=[namespace]))
+            query = text[: service.limits.max_query_chars]  # the hostile text at the query limit
+            await service.recall(who, RecallRequest(query=query, namespaces=[namespace]))
         recall_ms = max(recall_ms, (time.process_time() - started) * 1000)
     return write_ms, recall_ms
 

@@ -151,13 +151,13 @@ def test_a_setting_only_in_dotenv_reaches_the_gateway_and_environment_wins_over_
     dotenv = (
         f"HINDSIGHT_JWT_SECRET={SECRET}\n"
         "HINDSIGHT_JWT_ISSUER=https://auth.example.com\n"
-        "HINDSIGHT_MAX_TOP_K=50\n"
+        "HINDSIGHT_MAX_TOP_K=40\n"
         "HINDSIGHT_DATA_DIR=/somewhere/else\n"  # the wiring under `environment:` is not overridden by .env
         "HINDSIGHT_REDIS_URL=redis://elsewhere:6379/0\n"
     )
     settings = _gateway_settings(gateway_container_environment(dotenv), tmp_path, monkeypatch)
     assert settings.jwt_issuer == "https://auth.example.com"
-    assert settings.max_top_k == 50
+    assert settings.max_top_k == 40
     assert str(settings.data_dir) == "/data"
     assert settings.redis_url == "redis://redis:6379/0"
 

@@ -57,7 +57,10 @@ SCENARIOS = {
             "serviceMonitor": {"enabled": True},
             "networkPolicy": {"enabled": True},
             "otel": {"enabled": True, "endpoint": "http://otel-collector:4318"},
-            "config": {"allowedHosts": ["memory.example.com", "memory.example.com:*"]},
+            "config": {
+                "allowedHosts": ["memory.example.com", "memory.example.com:*"],
+                "forwardedAllowIps": ["10.42.0.0/16"],
+            },
         }
     ),
     "existing_secret": {"auth": {"existingSecret": "hindsight-keys"}},
@@ -239,6 +242,7 @@ def test_the_secret_is_mounted_as_files_that_the_gateway_reads_and_the_configmap
     assert not settings.embedded
     assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == KEY
     assert settings.redis_url == "redis://:pass@redis-master:6379/0"  # the Secret's URL wins over config.redisUrl
+    assert settings.forwarded_allow_ips == ["10.42.0.0/16"]  # the Ingress controller's pods: clients' own addresses
 
 
 def test_helm_test_hook_pod_calls_readyz_through_the_service(helm_report: dict[str, Any]) -> None:
@@ -301,6 +305,8 @@ def test_the_ingress_nginx_limits_follow_the_gateway_settings(helm_report: dict[
     assert int(annotations[NGINX + "proxy-read-timeout"]) > idempotency_wait  # a retry's wait fits in
     assert int(annotations[NGINX + "proxy-send-timeout"]) > 0
     assert int(annotations[NGINX + "proxy-connect-timeout"]) > 0
+    # the gateway's per-client connection cap sees only the controller: the controller applies it per client
+    assert annotations[NGINX + "limit-connections"] == str(Settings.model_fields["max_connections_per_client"].default)
     tuned = objects(helm_report, "ingress_tuned")
     assert tuned["ConfigMap"]["data"]["HINDSIGHT_MAX_REQUEST_BYTES"] == "4194304"
     assert tuned["Ingress"]["metadata"]["annotations"][NGINX + "proxy-body-size"] == "4194304"

@@ -99,8 +99,11 @@ def test_what_counts_since_start_is_a_counter_and_only_sampled_figures_are_gauge
         for family in text_string_to_metric_families(text)
         if family.name.startswith("hindsight_")
     }
-    # a gauge is a value sampled now (live memories by kind); everything that only grows is a counter
-    assert {name for name, kind in types.items() if kind == "gauge"} == {"hindsight_memories"}
+    # a gauge is a value sampled now (live memories by kind, the Redis breaker's state); all that only grows is a
+    # counter
+    gauges = {name for name, kind in types.items() if kind == "gauge"}
+    assert gauges == {"hindsight_memories", "hindsight_redis_breaker_state"}
+    assert types["hindsight_redis_breaker_openings"] == "counter"
     assert types["hindsight_undecodable_memories"] == "counter"
     assert types["hindsight_tool_call_duration_seconds"] == "histogram"
     assert types["hindsight_http_request_duration_seconds"] == "histogram"

@@ -200,3 +200,70 @@ async def test_a_call_costing_n_tokens_takes_n_and_one_over_the_capacity_leaves_
     assert over_capacity == ALLOWED
     assert not in_debt.allowed
     assert in_debt.retry_after_seconds == pytest.approx(4 / 0.001, rel=0.01)  # from -3 back to one token
+
+
+# --- costs known after the fact: `charge` (issue #32, CPU budgets) -------------------------------------------
+
+
+async def test_a_charge_takes_its_cost_whatever_the_bucket_holds_and_acquire_waits_out_the_debt(
+    limiter: RateLimiter,
+) -> None:
+    cpu = bucket("acme", "cpu:s:agent-1", capacity=500, refill_per_second=0.001)
+    other = bucket("acme", "cpu:s:agent-2", capacity=500, refill_per_second=0.001)
+
+    assert await limiter.acquire([cpu]) == ALLOWED  # 499 left
+    await limiter.charge([cpu], 1_499)  # a call that spent three times the bucket: 1,000 in debt
+    refused = await limiter.acquire([cpu])
+
+    assert not refused.allowed
+    assert refused.retry_after_seconds == pytest.approx(1_001 / 0.001, rel=0.01)  # from -1000 back to one token
+    assert await limiter.acquire([other]) == ALLOWED  # another subject's bucket is untouched
+
+
+async def test_a_charge_of_nothing_changes_nothing_and_a_negative_one_is_refused(limiter: RateLimiter) -> None:
+    cpu = bucket("acme", "cpu:t", capacity=2, refill_per_second=0.001)
+
+    await limiter.charge([cpu], 0)
+    with pytest.raises(ValueError, match="charge"):
+        await limiter.charge([cpu], -1)
+
+    assert [(await limiter.acquire([cpu])).allowed for _ in range(3)] == [True, True, False]
+
+
+async def test_a_charge_takes_from_the_subject_and_the_tenant_bucket_together(limiter: RateLimiter) -> None:
+    subject = bucket("acme", "cpu:s:agent-1", capacity=100, refill_per_second=0.001)
+    tenant = bucket("acme", "cpu:t", capacity=300, refill_per_second=0.001)
+    sibling = bucket("acme", "cpu:s:agent-2", capacity=100, refill_per_second=0.001)
+
+    await limiter.charge([subject, tenant], 350)
+
+    assert not (await limiter.acquire([subject])).allowed
+    assert not (await limiter.acquire([sibling, tenant])).allowed  # the tenant's debt stops its other subjects
+    assert await limiter.acquire([sibling]) == ALLOWED
+
+
+async def test_in_process_a_debt_is_repaid_as_the_injected_clock_advances() -> None:
+    clock = FakeMonotonic()
+    limiter = InProcessRateLimiter(clock=clock)
+    cpu = bucket("acme", "cpu:s:agent-1", capacity=500, refill_per_second=250)  # 250 ms of CPU per second
+
+    await limiter.charge([cpu], 1_000)  # from 500 to -500
+    clock.advance(2.0)  # back to 0: still short of one
+
+    refused = await limiter.acquire([cpu])
+    assert refused.retry_after_seconds == pytest.approx(1 / 250)
+    clock.advance(refused.retry_after_seconds)
+    assert await limiter.acquire([cpu]) == ALLOWED
+
+
+async def test_redis_keeps_a_charged_bucket_until_its_debt_is_refilled(redis_target: RedisTarget) -> None:
+    client = redis_target.client()
+    limiter = RedisRateLimiter(client)
+    cpu = bucket("acme", "cpu:t", capacity=500, refill_per_second=250)
+
+    await limiter.charge([cpu], 2_000)  # -1,500: 8 s to refill completely, kept twice that
+
+    assert 15_000 < await client.pttl(cpu.key) <= 16_000
+    refused = await limiter.acquire([cpu])
+    assert 5.9 < refused.retry_after_seconds <= 6.01  # from -1,500 back to one
+    await limiter.close()

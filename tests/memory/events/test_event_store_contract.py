@@ -28,7 +28,7 @@ from redis.backoff import NoBackoff
 
 from memory.errors import BackendUnavailable, InvalidArgument, NamespaceForbidden
 from memory.events import Event, EventCounts, EventStore, RedisEventStore, SessionExport, SqliteEventStore
-from memory.events.model import EventType
+from memory.events.model import EventType, encode_event
 from memory.ids import new_memory_id
 from memory.scope import NamespaceScope
 from tests.memory.conftest import START, scope
@@ -205,6 +205,76 @@ async def test_re_appending_an_event_id_returns_the_stored_event_and_changes_not
     assert retried_result == replace(call, **_result_of(result))
     assert await everything(events_store, me) == [first, replace(call, **_result_of(result))]
     assert await events_store.session(me, "user:1", "s1") == before
+
+
+def again(made: Event, seconds: float, **changes: Any) -> Event:
+    """A retry of the request that recorded `made`, as `record_event` makes it: a new id, recorded later."""
+    moment = at(seconds)
+    return replace(made, id=new_memory_id(int(moment.timestamp() * 1000)), recorded_at=moment, **changes)
+
+
+async def test_an_append_under_a_new_id_with_a_stored_request_id_returns_what_the_first_append_stored(
+    events_store: EventStore, me: NamespaceScope
+) -> None:
+    first = event(1)
+    call, result = event(2, kind="tool_call", call="c"), event(3, kind="tool_result", call="c")
+    for e in (first, call, result):
+        await events_store.append(me, e)
+    before = await events_store.session(me, "user:1", "s1")
+    bound = replace(call, **_result_of(result))
+
+    assert await events_store.append(me, again(first, 10, content="changed")) == first
+    assert await events_store.append(me, again(call, 11)) == bound
+    assert await events_store.append(me, again(result, 12)) == bound  # a result's retry: the call it was bound to
+    assert await events_store.append(me, again(result, 13, type="user_message", call_id=None)) == bound
+
+    assert await everything(events_store, me) == [first, bound]
+    assert await events_store.session(me, "user:1", "s1") == before
+
+
+async def test_a_request_id_is_one_request_only_for_its_subject_in_its_session(
+    events_store: EventStore, me: NamespaceScope
+) -> None:
+    first = event(1)
+    other_subject = again(first, 2, subject="agent-2")
+    other_session = again(first, 3, session_id="s2")
+    without = [again(replace(first, request_id=None), n) for n in (4, 5)]
+    for e in (first, other_subject, other_session, *without):
+        assert await events_store.append(me, e) == e
+
+    assert await everything(events_store, me) == [first, other_subject, *without]
+    assert await everything(events_store, me, "s2") == [other_session]
+
+
+async def test_of_concurrent_appends_of_one_request_under_different_ids_one_is_stored(
+    events_store: EventStore, me: NamespaceScope
+) -> None:
+    attempts = [again(event(1), n / 1000) for n in range(20)]
+    answers: list[Event] = []
+
+    async def append(e: Event) -> None:
+        answers.append(await events_store.append(me, e))
+
+    async with anyio.create_task_group() as tg:
+        for e in attempts:
+            tg.start_soon(append, e)
+
+    [stored] = await everything(events_store, me)
+    assert stored in attempts
+    assert answers == [stored] * len(attempts)
+    record = await events_store.session(me, "user:1", "s1")
+    assert record is not None and record.events == 1
+
+
+async def test_an_import_keeps_events_sharing_a_request_id_and_an_append_then_finds_the_first(
+    events_store: EventStore, me: NamespaceScope
+) -> None:
+    first = event(1)
+    twin = again(first, 2, content="recorded twice before issue #32")
+
+    assert await events_store.import_(me, [first, twin], []) == EventCounts(events=2)
+    assert await events_store.append(me, again(first, 3)) == first
+    assert await everything(events_store, me) == [first, twin]
 
 
 async def test_concurrent_appends_to_one_session_all_land_in_id_order(
@@ -760,3 +830,63 @@ async def test_every_redis_key_of_a_tenant_carries_its_hash_tag(redis_url: str, 
     assert [k for k in keys if not k.startswith(f"hs:{{{acme}}}:ev:")] == ["hs:ev:tenants"]
     assert len(keys) > 10
     assert not [k for k in keys if json.dumps(k) != f'"{k}"']
+
+
+async def test_retention_removes_the_request_index_of_the_events_it_drops(redis_target: RedisTarget, acme: str) -> None:
+    store = RedisEventStore(redis_target.client())
+    writer = scope(acme, write=["user:1"])
+    old, kept = event(1), event(200)
+    call, result = event(2, kind="tool_call", call="c"), event(3, kind="tool_result", call="c")
+    for e in (old, call, result, kept):
+        await store.append(writer, e)
+    await store.end_session(writer, "user:1", "s1", at(300), "ended", None)
+
+    assert await store.expire(at(100)) == EventCounts(events=2)
+
+    client = redis_target.client()
+    fields = sorted(f.decode() for f in await client.hkeys(f"hs:{{{acme}}}:ev:s:user%3A1:s1:ev"))
+    await client.aclose()
+    assert fields == sorted([kept.id, f"k:{kept.id}", f"q:req-200 {kept.subject}"])
+    assert await store.append(writer, again(old, 400)) != old  # its request is forgotten with it: a new event
+    await store.close()
+
+
+V1_SCHEMA = """
+CREATE TABLE events (
+    tenant TEXT NOT NULL, namespace TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL,
+    task_id TEXT, type TEXT NOT NULL, call_id TEXT, recorded_us INTEGER NOT NULL,
+    body TEXT NOT NULL, result TEXT, result_id TEXT,
+    UNIQUE (tenant, namespace, session_id, id)
+);
+CREATE TABLE sessions (
+    tenant TEXT NOT NULL, namespace TEXT NOT NULL, session_id TEXT NOT NULL,
+    status TEXT NOT NULL, goal TEXT, started_us INTEGER NOT NULL, last_event_us INTEGER NOT NULL,
+    ended_us INTEGER, events INTEGER NOT NULL, extracted_through TEXT, archive TEXT, end_reason TEXT,
+    PRIMARY KEY (tenant, namespace, session_id)
+);
+PRAGMA user_version = 1;
+"""
+
+
+async def test_a_sqlite_file_of_version_1_gets_the_request_index_of_the_events_it_holds(
+    tmp_path: Path, me: NamespaceScope
+) -> None:
+    path = tmp_path / "events.sqlite3"
+    old = event(1)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(V1_SCHEMA)
+    row = (me.tenant, "user:1", "s1", old.id, None, old.type, None, 0, encode_event(old))
+    conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)", row)
+    conn.close()
+
+    store = SqliteEventStore.open(path)
+    try:
+        assert await store.append(me, again(old, 5)) == old
+        assert await everything(store, me) == [old]
+    finally:
+        await store.close()
+    store = SqliteEventStore.open(path)  # opened again: nothing left to migrate
+    await store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+    conn.close()
