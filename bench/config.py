@@ -17,6 +17,7 @@ from bench.mcp_load import (
 )
 from bench.previous import Previous, Quality
 from bench.server import ServerProcess
+from bench.server_cpu import RawFigures
 from bench.stats import Samples
 from memory.scope import NamespaceScope
 from ops.config import Settings
@@ -48,6 +49,8 @@ class Config:
     keep: bool
     render_only: bool = False
     stages: bool = True  # the sections measured after the report (`bench.run.STAGES`)
+    server_env: dict[str, str] = field(default_factory=dict)  # `--env`: HINDSIGHT_* settings of every server
+    compare_env: dict[str, str] = field(default_factory=dict)  # `--compare-env`: the raw-client phase again with these
 
 
 def full_config(out: Path) -> Config:
@@ -145,6 +148,7 @@ class Results:
     wall_s: float = 0.0
     previous: Previous | None = None  # the figures of the run whose RESULTS.md this one replaces
     quality: Quality | None = None  # the recall-quality figures `hindsight eval` keeps in RESULTS.md
+    raw: list[RawFigures] = field(default_factory=list)  # server CPU per recall, raw client (`bench.server_cpu`)
 
 
 # -- scopes and tokens -----------------------------------------------------------------------------------------

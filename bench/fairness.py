@@ -46,6 +46,7 @@ import httpx2
 
 from bench import connections
 from bench.procinfo import CLOCK_TICKS, cpu_seconds, load_average
+from bench.raw_mcp import HEADERS, request, tool_call
 from bench.sections import replace_section
 from bench.server import ServerProcess
 from bench.stats import Samples, ms
@@ -56,7 +57,6 @@ BEGIN = "<!-- bench:fairness:begin -->"
 END = "<!-- bench:fairness:end -->"
 HEADING = "## Hostile tenant: cost-aware fairness"
 VICTIM, ATTACKER = "victim", "hostile"
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 VICTIM_PERIOD = 0.2  # seconds between the victim's recalls
 VICTIM_QUERY = "where does the user deploy?"
 QUERY_CHARS, TOP_K, TOKEN_BUDGET = 7_900, 100, 100_000  # the issue's expensive recall, before the bounds
@@ -104,11 +104,6 @@ def expensive_query(rng: random.Random, chars: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(chars // 4))[:chars].strip()
 
 
-def tool_call(name: str, arguments: dict[str, Any], call_id: int = 1) -> bytes:
-    body = {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    return json.dumps(body).encode()
-
-
 # -- seeding ---------------------------------------------------------------------------------------------------
 async def seed(url: str, victim_memories: int, attacker_memories: int) -> None:
     """The victim's facts and the attacker's corpus, written over MCP (batches of 64 by a seeding subject of each
@@ -137,7 +132,7 @@ async def seed(url: str, victim_memories: int, attacker_memories: int) -> None:
 
 async def published_bounds(url: str) -> dict[str, dict[str, Any]]:
     """The recall_memory argument schemas as `tools/list` publishes them."""
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode()
+    body = request("tools/list", {})
     async with httpx2.AsyncClient(headers=HEADERS, timeout=60.0) as http:
         answer = await http.post(url, content=body, headers={"authorization": f"Bearer {_token(VICTIM, 'lister')}"})
     tools = answer.json()["result"]["tools"]

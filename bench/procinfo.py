@@ -1,4 +1,5 @@
-"""What the benchmark reads about processes and the machine: RSS and CPU time from /proc, disk use, versions."""
+"""What the benchmark reads about processes and the machine: RSS, CPU time, context switches, threads and the
+allocator from /proc, disk use, versions."""
 
 from __future__ import annotations
 
@@ -26,6 +27,48 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (all its threads) so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def context_switches(pid: int) -> int:
+    """Voluntary + involuntary context switches of every thread of a process so far (live threads only)."""
+    total = 0
+    for status in _task_files(pid, "status"):
+        for line in status.splitlines():
+            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                total += int(line.split()[1])
+    return total
+
+
+def thread_names(pid: int) -> dict[str, int]:
+    """How many threads of a process carry each name, digits stripped (e.g. `edge-search`: 8)."""
+    names: dict[str, int] = {}
+    for comm in _task_files(pid, "comm"):
+        name = comm.strip().rstrip("0123456789").rstrip("-_") or comm.strip()
+        names[name] = names.get(name, 0) + 1
+    return names
+
+
+def _task_files(pid: int, name: str) -> list[str]:
+    texts: list[str] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return texts
+    for tid in tids:
+        try:
+            texts.append(Path(f"/proc/{pid}/task/{tid}/{name}").read_text())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return texts
+
+
+def allocator(pid: int) -> str:
+    """ "jemalloc" when the process has libjemalloc mapped (`/proc/<pid>/maps`: preloaded or linked), else "system"."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return "unknown"
+    return "jemalloc" if "libjemalloc" in maps else "system (glibc malloc)"
 
 
 def disk_bytes(path: Path) -> int:

@@ -50,7 +50,7 @@ async def profile_stage(cfg: Config, results: Results, data_dir: Path, log: Path
 
     if spy:
         say("[profile] server under MCP recall and write")
-        server = await start_server(data_dir, log)
+        server = await start_server(data_dir, log, cfg.server_env)
         try:
             async with mcp_client(server.url, reader_token(all_namespaces)) as client:
                 await recall_latency(client, queries[:10], 0)  # warm

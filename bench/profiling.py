@@ -143,6 +143,44 @@ RULES: tuple[tuple[str, str, str | None, str | None], ...] = (
 )
 
 
+# Engine CPU by cause (`bench.engine_causes`): one sample of the server process with its native stack (perf with
+# DWARF unwinding, or py-spy --native), frames from the leaf to the root, goes to the first rule that matches. A
+# rule is (cause, test, regular expression); the tests: `kernel-leaf` (the leaf is in the kernel and some frame's
+# symbol matches), `leaf` (the leaf's symbol), `leaf-dso` (the leaf's shared object), `stack` (any frame's symbol:
+# the sample is spent on behalf of that function), `stack-dso` (any frame's shared object). So the allocator and
+# the scheduler are charged by the leaf whoever called them; the engine's work by what it was doing; Python's
+# own allocator (pymalloc) counts as the interpreter.
+ENGINE_DSO = "qdrant_edge"
+WAKE_UPS = "thread-pool wake-ups, futex, scheduler"
+PYO3_CAUSE = "pyo3: engine ↔ Python objects"
+CAUSE_RULES: tuple[tuple[str, str, str], ...] = (
+    (WAKE_UPS, "kernel-leaf", r"sched_yield|futex|schedule|try_to_wake_up|finish_task_switch|wake_up"),
+    ("kernel: TCP, epoll, page faults, other syscalls", "kernel-leaf", r"."),
+    (WAKE_UPS, "leaf", r"rayon_core::(registry|sleep|latch|job)|crossbeam_(deque|epoch)|sched_yield|pthread_cond|"
+     r"futex|LockLatch|Condvar|::park|take_gil|drop_gil"),
+    ("malloc / free (jemalloc or glibc)", "leaf-dso", r"libjemalloc|libtcmalloc"),
+    ("malloc / free (jemalloc or glibc)", "leaf", r"^(__libc_|__GI___libc_)?(malloc|free|calloc|realloc|cfree)$|"
+     r"_int_(malloc|free|realloc)|malloc_consolidate|tcache|unlink_chunk|__rdl_|__rust_(alloc|dealloc|realloc)|"
+     r"^(sdallocx|mallocx|rallocx|je_)"),
+    ("BM25: IDF counted over the filter", "stack", r"idf_statistics|corpus_idf"),
+    ("payload JSON parse (serde_json, gridstore reads)", "stack",
+     r"serde_json|read_payloads|gridstore|Compression>::decompress"),
+    (PYO3_CAUSE, "stack", r"into_py|IntoPyObject|value_map_into_py|into_new_object|"
+     r"into_bound_py_any|FromPyObject|extract_bound|frompyobject|PyList>::new"),
+    ("filter checks (conditions, payload index)", "stack", r"condition_checker|ConditionChecker|check_condition|"
+     r"iter_filtered_points|estimate_cardinality|filter_deferred_and_deleted|field_index|MapIndex|FilterContext|"
+     r"filter_live_keys|query_points_filter"),
+    ("stored vectors read (bincode, sparse)", "stack", r"read_vectors|vectors_by_offsets|bincode|StoredSparseVector"),
+    ("vector math (dense + sparse scoring, HNSW)", "stack", r"hnsw|graph_layers|[Ss]corer|simd|dot_similarity|"
+     r"cosine|DotProduct|metric|score_points|inverted_index|posting|bitpack|search_with_graph|plain_search"),
+    ("engine: other (planning, ids, sorting, results)", "stack-dso", ENGINE_DSO),
+    ("Python interpreter (libpython)", "leaf-dso", r"libpython|^python"),
+    ("Python extension modules (numpy, pydantic-core, uvloop, tokenizers, ...)", "leaf-dso",
+     r"site-packages|lib-dynload|\.cpython-|\.abi3\.so"),
+)  # fmt: skip
+OTHER_CAUSE = "other (libc, unresolved frames)"
+
+
 @dataclass
 class Profile:
     title: str
@@ -162,12 +200,20 @@ class Profile:
 
 def thread_cpu(pid: int) -> dict[str, float]:
     """CPU seconds so far per thread group of `pid`: the main thread, Python worker threads, and native threads
-    by name (e.g. the engine's `edge-search-N` pool, which py-spy cannot see)."""
+    by name (e.g. the engine's `edge-search-N` pool, which py-spy cannot see). Live threads only."""
     groups: dict[str, float] = {}
+    for group, cpu in task_cpu(pid).values():
+        groups[group] = groups.get(group, 0.0) + cpu
+    return groups
+
+
+def task_cpu(pid: int) -> dict[str, tuple[str, float]]:
+    """Per live thread of `pid` (by thread id): its group (see `thread_cpu`) and its CPU seconds so far."""
+    tasks: dict[str, tuple[str, float]] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
-        return groups
+        return tasks
     for tid in tids:
         try:
             stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
@@ -182,7 +228,17 @@ def thread_cpu(pid: int) -> dict[str, float]:
             group = "Python worker threads (anyio.to_thread)"
         else:
             group = f"native: {name.rstrip('0123456789').rstrip('-_') or name}"
-        groups[group] = groups.get(group, 0.0) + cpu
+        tasks[tid] = (group, cpu)
+    return tasks
+
+
+def group_deltas(before: dict[str, tuple[str, float]], after: dict[str, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds per thread group between two `task_cpu` readings, from the threads alive at both (a thread that
+    ended in between takes its CPU with it: never a negative figure)."""
+    groups: dict[str, float] = {}
+    for tid, (group, cpu) in after.items():
+        earlier = before.get(tid)
+        groups[group] = groups.get(group, 0.0) + (max(0.0, cpu - earlier[1]) if earlier else cpu)
     return groups
 
 
@@ -311,11 +367,11 @@ async def py_spy_profile(
     if process.poll() is not None:
         err = process.stderr.read().decode() if process.stderr else ""
         return Profile(title, "py-spy", note=f"py-spy could not attach: {err.strip()[:200]}")
-    cpu_before = thread_cpu(pid)
+    cpu_before = task_cpu(pid)
     started = time.perf_counter()
     operations = await drive()
     seconds = time.perf_counter() - started
-    cpu_after = thread_cpu(pid)
+    cpu_after = group_deltas(cpu_before, task_cpu(pid))
     process.send_signal(signal.SIGINT)
     await anyio.to_thread.run_sync(lambda: process.wait(timeout=60))
     text = await anyio.to_thread.run_sync(lambda: raw_path.read_text() if raw_path.exists() else "")
@@ -323,7 +379,7 @@ async def py_spy_profile(
     profile.raw_path = raw_path
     if operations:
         profile.thread_cpu = sorted(
-            ((g, (cpu_after.get(g, 0.0) - cpu_before.get(g, 0.0)) * 1000 / operations) for g in cpu_after),
+            ((g, spent * 1000 / operations) for g, spent in cpu_after.items()),
             key=lambda item: -item[1],
         )
     return analyse_collapsed(text, profile)

@@ -6,9 +6,16 @@ Phases, per corpus size (ascending; the corpus grows in place, 100 namespaces of
    batches + batched `EdgeVectorStore.upsert`), `store.maintain()` (flush + index build), disk use, then per
    query, interleaved: query embedding, raw engine query, `EdgeVectorStore.search` with the precomputed vector,
    `MemoryService.recall`; single writes; at the largest size also fan-out and concurrent writes;
-2. `hindsight serve` in a subprocess over the same directory (the store is locked by one process): recall through
+2. at the smallest and the largest size, the server's CPU per recall measured on the server (`bench.server_cpu`):
+   `hindsight serve` driven by raw JSON-RPC clients from a child process, sequential and 8 at once, the floors,
+   the server's own latency histograms and, at the largest size, perf's engine CPU by cause; all namespaces in
+   scope, and at the largest size one namespace of it too; again with `--compare-env` settings, back to back;
+3. `hindsight serve` in a subprocess over the same directory (the store is locked by one process): recall through
    a real MCP client over TCP, its RSS, fan-out and concurrency at the largest size, single MCP writes;
-3. at the largest size, profiles of the recall and write paths (server and in process).
+4. at the largest size, profiles of the recall and write paths (server and in process).
+
+`--env NAME=VALUE` sets a `HINDSIGHT_*` setting of every server the run starts (e.g. `HINDSIGHT_JEMALLOC=false`,
+`HINDSIGHT_SEARCH_THREADS=1`); `--compare-env NAME=VALUE` measures phase 2 a second time with it, on the same store.
 
 `--quick` runs the same code on small sizes in well under a minute (the smoke test runs it).
 """
@@ -44,6 +51,7 @@ from bench import (
     ingest,
     isolation,
     recall_depth,
+    server_cpu,
 )
 from bench.config import (
     Config,
@@ -69,7 +77,7 @@ from bench.mcp_load import (
     write_latency,
 )
 from bench.previous import read_previous, read_quality
-from bench.procinfo import disk_bytes, load_average, machine_info
+from bench.procinfo import allocator, disk_bytes, load_average, machine_info, thread_names
 from bench.profile_stage import profile_stage
 from bench.server import REPO
 from gateway import eval_memorybank
@@ -81,12 +89,15 @@ from memory.evaluation.report import write_between
 
 async def baseline_server(cfg: Config, results: Results, data_dir: Path, log: Path) -> None:
     """RSS of a server on an empty store, after serving a few calls (the 'before loading' figure)."""
-    server = await start_server(data_dir, log)
+    server = await start_server(data_dir, log, cfg.server_env)
     try:
         async with mcp_client(server.url, reader_token(corpus.namespaces())) as client:
             for query in corpus.queries(20):
                 await call(client, "recall_memory", {"query": query})
         results.baseline_rss = server.memory_kib()
+        results.machine["server allocator (`/proc/<pid>/maps`)"] = allocator(server.pid)
+        results.machine["engine search threads in the server"] = str(thread_names(server.pid).get("edge-search", 0))
+        results.machine["server settings (`--env`)"] = server_cpu.env_label(cfg.server_env)
     finally:
         await anyio.to_thread.run_sync(server.stop)
     results.baseline_disk = disk_bytes(data_dir)
@@ -100,6 +111,7 @@ async def size_stage(
     data_dir: Path,
     generator: corpus.CorpusGenerator,
     log: Path,
+    profile_dir: Path,
 ) -> None:
     largest = size == max(cfg.sizes)
     result = SizeResult(size)
@@ -131,8 +143,10 @@ async def size_stage(
             results.throughput.append(await concurrent_service_writes(rt, contents, cfg.write_workers))
         await rt.store.maintain()
 
+    if largest or size == min(cfg.sizes):
+        await raw_stage(cfg, results, size, data_dir, log, profile_dir)
     say(f"[{size}] server: MCP recall")
-    server = await start_server(data_dir, log)
+    server = await start_server(data_dir, log, cfg.server_env)
     try:
         result.server_start_s = server.started_in
         result.rss_ready = server.memory_kib()
@@ -180,6 +194,32 @@ async def size_stage(
         await anyio.to_thread.run_sync(server.stop)
 
 
+async def raw_stage(cfg: Config, results: Results, size: int, data_dir: Path, log: Path, profile_dir: Path) -> None:
+    """Server CPU per recall from raw clients (`bench.server_cpu`), with the run's server settings and then, back
+    to back on the same store, with `--compare-env` added."""
+    largest = size == max(cfg.sizes)
+    namespaces = corpus.namespaces()
+    one = reader_token(namespaces[:1]) if largest else None
+    scopes = server_cpu.scopes_for(size, reader_token(namespaces), one, corpus.NAMESPACE_COUNT, profile=largest)
+    envs = [cfg.server_env] + ([cfg.server_env | cfg.compare_env] if cfg.compare_env else [])
+    for env in envs:
+        say(f"[{size}] server CPU per recall, raw clients ({server_cpu.env_label(env)})")
+        server = await start_server(data_dir, log, env)
+        try:
+            results.raw += await server_cpu.measure(
+                server,
+                scopes,
+                corpus.queries(cfg.queries),
+                cfg.queries,
+                cfg.warmup,
+                cfg.load_seconds,
+                cfg.profile_seconds,
+                profile_dir,
+            )
+        finally:
+            await anyio.to_thread.run_sync(server.stop)
+
+
 def disk_breakdown(data_dir: Path) -> dict[str, int]:
     shard = data_dir / "vectors" / "shard"
     return {
@@ -203,7 +243,7 @@ async def run(cfg: Config) -> Results:
         await baseline_server(cfg, results, data_dir, log)
         generator = corpus.CorpusGenerator(seed=42)
         for size in sorted(cfg.sizes):
-            await size_stage(cfg, results, size, data_dir, generator, log)
+            await size_stage(cfg, results, size, data_dir, generator, log, profile_dir)
         await profile_stage(cfg, results, data_dir, log, profile_dir)
     finally:
         if cfg.keep:
@@ -231,6 +271,17 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     parser.add_argument(
         "--render-only", action="store_true", help="re-render the report from the last run's saved results"
     )
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="a setting of every server (repeatable)"
+    )
+    parser.add_argument(
+        "--compare-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="measure the server CPU per recall again with this setting too, on the same store (repeatable: "
+        "all together make the second server)",
+    )
     args = parser.parse_args(argv)
     default_out = REPO / "bench" / ("RESULTS-quick.md" if args.quick else "RESULTS.md")
     out = (args.out or default_out).resolve()
@@ -246,7 +297,18 @@ def parse_args(argv: Sequence[str] | None) -> Config:
         cfg.profile_seconds = args.profile_seconds
     cfg.workdir, cfg.keep, cfg.render_only = args.workdir, args.keep, args.render_only
     cfg.stages = not args.no_stages
+    cfg.server_env, cfg.compare_env = env_pairs(parser, args.env), env_pairs(parser, args.compare_env)
     return cfg
+
+
+def env_pairs(parser: argparse.ArgumentParser, items: Sequence[str]) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.startswith("HINDSIGHT_"):
+            parser.error(f"expected HINDSIGHT_NAME=VALUE, got {item!r}")
+        pairs[name] = value
+    return pairs
 
 
 def quiet_logging() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import logging
 import os
 import socket
 import sys
@@ -31,6 +32,7 @@ from gateway.cli_errors import EXIT_USAGE, CommandFailed, UsageError, describe
 from gateway.eval_cli import add_eval_commands
 from gateway.reembed_cli import add_reembed_command
 from gateway.reembed_tools import SCOPE_OPERATOR
+from ops.allocator import allocator_in_use, reexec_with_jemalloc
 from ops.config import Settings
 from ops.logging import configure_logging
 from ops.version import VERSION
@@ -181,6 +183,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings.port = args.port
     if args.debug:
         settings.log_level = "debug"
+    reexec_with_jemalloc(settings.jemalloc)  # returns unless it replaces this process (ops/allocator.py)
     if data_dir_in_use(settings):
         where = settings.data_dir.resolve()
         hint = "stop it, or give this one another HINDSIGHT_DATA_DIR"
@@ -200,6 +203,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"\nhindsight: MCP endpoint {settings.mcp_url}")
         print(f"dev token (tenant {DEV_TENANT}, namespaces {', '.join(DEV_NAMESPACES)}, 30 days):\n\n  {token}\n")
         print(client_snippets(settings.mcp_url, token) + "\n", flush=True)
+    logging.getLogger("hindsight.serve").info("memory allocator: %s", allocator_in_use())
     try:
         uvicorn.run(
             create_app(settings, settle_interpreter=True),

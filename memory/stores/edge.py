@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import fcntl
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,29 +23,25 @@ import qdrant_edge as qe
 from memory import cpu_meter
 from memory.errors import BackendUnavailable, NamespaceForbidden
 from memory.models import EXTRACTED, Memory, MemoryKind
-from memory.ports import ListQuery, NearestQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
+from memory.ports import ListQuery, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
     DENSE,
     FACET_LIMIT,
-    IDF_LEAVES_OUT,
     SPARSE,
     check_writable,
-    idf_corpus,
-    keyword_only_hits,
-    prefetch_limit,
-    terms_of,
     unpack,
     visible_namespaces,
 )
-from memory.stores.edge_filters import match_any, match_value, scope_conditions, search_filter
+from memory.stores.edge_filters import match_any, match_value, scope_conditions
+from memory.stores.edge_namespaces import KnownNamespaces
+from memory.stores.edge_search import EdgeSearches
 from memory.stores.edge_shard import open_shard
 from memory.stores.payload import (
     STATUS_ACTIVE,
     TENANT_FIELD,
     decode,
     decode_all,
-    recallable_statuses,
     to_payload,
 )
 
@@ -53,7 +49,7 @@ HASH_PAGE = 256  # memories read per engine call by `find_by_hashes`
 T = TypeVar("T")
 
 
-class EdgeVectorStore:
+class EdgeVectorStore(EdgeSearches):
     def __init__(self, shard: Any, lock_fd: int, path: Path) -> None:
         self._shard = shard
         self._lock_fd = lock_fd
@@ -65,10 +61,13 @@ class EdgeVectorStore:
         # that tenant's term statistics are the shard's, which the engine keeps without filtering (`_idf`).
         tenants = shard.facet(qe.FacetRequest(TENANT_FIELD, limit=FACET_LIMIT, exact=True))
         self._tenants = {str(hit.value) for hit in tenants.hits}
+        self._namespaces = KnownNamespaces()  # each tenant's namespaces: a search naming all needs no condition
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path, *, model_id: str, dimension: int) -> EdgeVectorStore:
+    def open(cls, path: Path, *, model_id: str, dimension: int, search_threads: int | None = None) -> EdgeVectorStore:
+        """The store in `path`, its engine searching with `search_threads` threads (None: sized to the machine,
+        `edge_shard.search_threads`)."""
         path.mkdir(parents=True, exist_ok=True)
         lock_fd = os.open(path / "LOCK", os.O_CREAT | os.O_RDWR, 0o600)
         try:
@@ -77,7 +76,7 @@ class EdgeVectorStore:
             os.close(lock_fd)
             raise BackendUnavailable(f"vector store {path} is open in another process") from None
         try:
-            shard = open_shard(path, model_id, dimension)
+            shard = open_shard(path, model_id, dimension, search_threads)
         except BaseException:
             os.close(lock_fd)
             raise
@@ -105,6 +104,7 @@ class EdgeVectorStore:
     # -- writes ----------------------------------------------------------------------------------------------
     async def upsert(self, scope: NamespaceScope, items: Sequence[UpsertItem]) -> None:
         points = []
+        namespaces = set()
         for item in items:
             memory, vector, sparse = unpack(item)
             check_writable(scope, memory)
@@ -112,11 +112,14 @@ class EdgeVectorStore:
             if sparse is not None:
                 vectors[SPARSE] = qe.SparseVector(list(sparse.indices), list(sparse.values))
             points.append(qe.Point(memory.id, vectors, to_payload(memory)))
+            namespaces.add(memory.namespace)
         if not points:
             return
         # An id that already exists outside the caller's writable namespaces is left untouched.
         operation = qe.UpdateOperation.upsert_points(points, condition=self._writable_filter(scope))
-        self._tenants.add(scope.tenant)  # before the write: no search may see its points with the old statistics
+        # both before the write: no search may see its points with the old statistics, or without its namespace
+        self._tenants.add(scope.tenant)
+        self._namespaces.add(scope.tenant, namespaces)
         async with self._write_lock:
             await self._run(lambda: self._shard.update(operation))
             self._dirty = True
@@ -132,6 +135,7 @@ class EdgeVectorStore:
         payload = to_payload(memory)
         target = self._writable_filter(scope, qe.HasIdCondition({memory.id}))
         operations = [qe.UpdateOperation.overwrite_payload_by_filter(target, payload)]
+        self._namespaces.add(scope.tenant, (memory.namespace,))  # it may move the memory to another namespace
         if memory.is_archived:  # out of the dense index; its payload first, so default recall never meets it
             operations.append(qe.UpdateOperation.delete_vectors_by_filter(target, [DENSE]))
         async with self._write_lock:
@@ -237,117 +241,6 @@ class EdgeVectorStore:
                     return records
 
         return decode_all(await self._run(every_page))
-
-    async def search_many(
-        self, scope: NamespaceScope, queries: Sequence[NearestQuery]
-    ) -> builtins.list[builtins.list[ScoredMemory]]:
-        if not queries:
-            return []
-        filters: dict[tuple[tuple[str, ...], RecallFilter], qe.Filter] = {}  # a batch's searches share a few
-        requests = []
-        for query in queries:
-            key = (query.namespaces, query.flt)
-            if (query_filter := filters.get(key)) is None:
-                query_filter = filters[key] = search_filter(scope_conditions(scope, query.namespaces), query.flt)
-            nearest = qe.Query.Nearest(list(query.vector), using=DENSE)
-            requests.append(
-                qe.QueryRequest(
-                    limit=query.limit, query=nearest, filter=query_filter, with_payload=True, with_vector=[DENSE]
-                )
-            )
-
-        def query_and_decode() -> builtins.list[builtins.list[ScoredMemory]]:  # decoded in the worker thread too
-            if len(requests) == 1:  # a batch of one plans more than the query alone
-                batches = [self._shard.query(requests[0])]
-            else:
-                batches = self._shard.query_batch(qe.QueryBatchRequest(requests))
-            decoded: dict[str, Memory | None] = {}  # a memory near several queries is decoded once
-            found: list[list[ScoredMemory]] = []
-            for points in batches:
-                hits = []
-                for p in points:
-                    point_id = str(p.id)
-                    if point_id not in decoded:
-                        decoded[point_id] = decode(p.id, p.payload)
-                    if (memory := decoded[point_id]) is not None:
-                        hits.append(ScoredMemory(memory, float(p.score), vector=(p.vector or {}).get(DENSE) or ()))
-                found.append(hits)
-            return found
-
-        return await self._run(query_and_decode)
-
-    async def search(
-        self,
-        scope: NamespaceScope,
-        namespaces: tuple[str, ...],
-        vector: Sequence[float],
-        limit: int,
-        flt: RecallFilter,
-        sparse: SparseVector | None = None,
-        *,
-        known: Mapping[str, ScoredMemory] | None = None,
-    ) -> list[ScoredMemory]:
-        in_scope = scope_conditions(scope, namespaces)
-        query_filter = search_filter(in_scope, flt)
-        if sparse is None or not sparse.indices:
-            dense = qe.Query.Nearest(list(vector), using=DENSE)
-            request = qe.QueryRequest(
-                limit=limit, query=dense, filter=query_filter, with_payload=True, with_vector=[SPARSE]
-            )
-
-            def query_and_decode() -> list[ScoredMemory]:  # decoded in the worker thread too, off the event loop
-                return [
-                    ScoredMemory(m, float(p.score), terms=tuple(terms_of(p.vector)))
-                    for p in self._shard.query(request)
-                    if (m := decode(p.id, p.payload))
-                ]
-
-            return await self._run(query_and_decode)
-        keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
-        idf = self._idf(scope, in_scope, namespaces)
-        return await self._keyword_scores(
-            scope, keywords, query_filter, prefetch_limit(limit), idf, flt, vector, known or {}
-        )
-
-    def _idf(self, scope: NamespaceScope, in_scope: Sequence[Any], namespaces: tuple[str, ...]) -> Any:
-        """IDF within the tenant: over the searched namespaces, or the tenant for wide searches (`idf_corpus`).
-        While the shard holds this tenant alone, the tenant's statistics are the shard's: the engine's global
-        IDF gives them without counting over a filter (2.5 ms of CPU per keyword query at 100k memories)."""
-        corpus = idf_corpus(in_scope, namespaces)
-        if len(corpus) == 1 and self._tenants <= {scope.tenant}:
-            return None
-        derived = match_value(*IDF_LEAVES_OUT)
-        return qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=corpus, must_not=[derived])))
-
-    async def _keyword_scores(
-        self,
-        scope: NamespaceScope,
-        keywords: Any,
-        query_filter: Any,
-        depth: int,
-        idf: Any,
-        flt: RecallFilter,
-        vector: Sequence[float],
-        known: Mapping[str, ScoredMemory],
-    ) -> list[ScoredMemory]:
-        """A keyword-only search that reads payloads and vectors only for the hits the caller does not hold."""
-        request = qe.QueryRequest(
-            limit=depth, query=keywords, filter=query_filter, with_vector=False, with_payload=False, params=idf
-        )
-
-        statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
-
-        def query_then_fetch_new() -> list[ScoredMemory]:  # one worker-thread hop, the decoding in it too
-            points = self._shard.query(request)
-            new = [p.id for p in points if str(p.id) not in known]
-            records = self._shard.retrieve(new, True, [DENSE, SPARSE]) if new else []
-            fetched = (
-                (m, (r.vector or {}).get(DENSE), terms_of(r.vector)) for r in records if (m := decode(r.id, r.payload))
-            )
-            hits = [(str(p.id), float(p.score)) for p in points]
-            return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
-
-        return await self._run(query_then_fetch_new)
 
     async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
         flt = qe.Filter(

@@ -82,7 +82,9 @@ def _dense_of(vector: Any) -> list[float]:
 
 
 def scope_conditions(scope: NamespaceScope, namespaces: Sequence[str]) -> list[qm.Condition]:
-    """The tenant and namespace conditions every query carries. `()` means the whole tenant (admin only)."""
+    """The tenant and namespace conditions every query carries. `()` means the whole tenant (admin only). Unlike the
+    embedded store, this one never leaves out a namespace condition as redundant: every gateway replica writes to
+    the server, so no process knows a tenant's namespaces (`memory.stores.edge_namespaces`)."""
     conditions: list[qm.Condition] = [_match(TENANT_FIELD, scope.tenant)]
     checked = checked_namespaces(scope, namespaces)
     if checked:
@@ -377,7 +379,7 @@ class QdrantServerStore:
                 )
             )
             return [
-                ScoredMemory(m, float(p.score), terms=tuple(terms_of(p.vector)))
+                ScoredMemory(m, float(p.score), terms=terms_of(p.vector))
                 for p in response.points
                 if (m := decode(p.id, p.payload))
             ]

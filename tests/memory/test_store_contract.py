@@ -260,6 +260,67 @@ async def test_update_to_deleted_removes_the_memory_from_search_but_not_from_get
     assert await store.get(writer, memory.id) == deleted
 
 
+async def test_an_update_back_to_live_clears_the_deletion_it_replaces(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user likes tea", tenant=acme)
+    await put(store, writer, memory)
+    await store.update(writer, replace(memory, deleted_at=NOW, delete_reason="asked to forget"))
+
+    await store.update(writer, memory)  # restored: no deletion time or reason left stored
+
+    assert await store.get(writer, memory.id) == memory
+    assert await found(store, writer, ("user:1",)) == {memory.content}
+    assert await store.find_by_hash(writer, "user:1", memory.content_hash) == memory
+
+
+async def test_an_update_that_clears_fields_leaves_none_of_their_old_values(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    full = make_memory(
+        "The user likes tea",
+        tenant=acme,
+        tags=["drinks"],
+        metadata={"speaker": "Ana"},
+        session_id="s-1",
+        attributes=["user|pref:tea"],
+        expires_at=NOW + timedelta(days=9),
+        last_accessed_at=NOW,
+        source=Source(subject="agent-1", request_id="r-1", tool="remember"),
+    )
+    await put(store, writer, full)
+    cleared = replace(
+        full,
+        tags=[],
+        metadata={},
+        session_id=None,
+        attributes=[],
+        expires_at=None,
+        last_accessed_at=None,
+        source=Source(subject="agent-1"),
+    )
+
+    await store.update(writer, cleared)
+
+    assert await store.get(writer, full.id) == cleared
+    assert await found(store, writer, ("user:1",), RecallFilter(now=NOW, tags=("drinks",))) == set()
+    assert await found(store, writer, ("user:1",), RecallFilter(now=NOW, session_id="s-1")) == set()
+    assert await found(store, writer, ("user:1",), RecallFilter(now=NOW + timedelta(days=10))) == {full.content}
+
+
+async def test_unarchiving_a_memory_clears_its_archive_time_and_reason(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user once rented a canoe", tenant=acme)
+    await put(store, writer, memory)
+    await store.update(writer, replace(memory, archived_at=NOW, archive_reason="idle"))
+
+    await put(store, writer, memory)  # how `MemoryService.restore` brings it back: with its vectors again
+
+    assert await store.get(writer, memory.id) == memory
+    assert await ids_listed(store, writer, ListQuery(("user:1",), None, False, 10, None)) == [memory.id]
+
+
 # -- search ----------------------------------------------------------------------------------------------------
 
 

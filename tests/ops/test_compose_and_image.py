@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ops.allocator import JEMALLOC_CANDIDATES
 from ops.config import Settings
 from tests.ops.deploy_support import (
     COMPOSE,
@@ -238,3 +239,13 @@ def test_dockerignore_keeps_secrets_and_local_state_out_of_the_build_context() -
     ignored = (REPO / ".dockerignore").read_text().split()
     for entry in (".env", ".venv", ".venv-*", "data", ".git"):
         assert entry in ignored, entry
+
+
+def test_the_runtime_image_installs_the_jemalloc_that_serve_preloads() -> None:
+    instructions = dockerfile_instructions()
+    runtime = instructions[[i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM"][-1] :]
+    installs = [arguments for keyword, arguments in runtime if keyword == "RUN" and "apt-get install" in arguments]
+    assert len(installs) == 1 and re.search(r"\blibjemalloc2=\S+", installs[0]), installs  # pinned, in the image
+    assert "/var/lib/apt/lists" in installs[0], "the package lists stay out of the image"
+    library = f"/usr/lib/x86_64-linux-gnu/{JEMALLOC_CANDIDATES[0].name}"  # the image is built for linux/amd64
+    assert library in {str(path) for path in JEMALLOC_CANDIDATES}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import warnings
 from pathlib import Path
@@ -272,3 +273,40 @@ def test_a_secrets_dir_that_is_not_a_directory_is_refused(tmp_path: Path, monkey
         monkeypatch.setenv("HINDSIGHT_SECRETS_DIR", str(wrong))
         with pytest.raises(ValidationError, match=r"HINDSIGHT_SECRETS_DIR=.* is not a directory"):
             Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(("value", "threads"), [(None, "auto"), ("auto", "auto"), ("3", 3)])
+def test_search_threads_are_sized_to_the_machine_unless_a_count_is_set(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, threads: int | str
+) -> None:
+    monkeypatch.delenv("HINDSIGHT_SEARCH_THREADS", raising=False)
+    if value is not None:
+        monkeypatch.setenv("HINDSIGHT_SEARCH_THREADS", value)
+    assert Settings(_env_file=None).search_threads == threads  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many", "2.5"])
+def test_a_search_thread_count_that_is_not_a_positive_integer_is_refused(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("HINDSIGHT_SEARCH_THREADS", value)
+    with pytest.raises(ValidationError, match="search_threads"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("configured", [2, "auto"])
+async def test_the_search_thread_count_reaches_the_embedded_engine(tmp_path: Path, configured: int | str) -> None:
+    from gateway.runtime import open_vector_store
+    from memory.embedders import WordLlamaEmbedder
+    from memory.stores.active_index import active_directory
+    from memory.stores.edge_shard import search_threads
+
+    settings = Settings(_env_file=None, data_dir=tmp_path, search_threads=configured)  # type: ignore[call-arg]
+    embedder = WordLlamaEmbedder()
+    store = await open_vector_store(settings, embedder)
+    await store.close()
+
+    engine_config = active_directory(tmp_path, embedder.model_id) / "shard" / "edge_config.json"
+    expected = 2 if configured == 2 else search_threads(None)
+    assert json.loads(engine_config.read_text())["max_search_threads"] == expected

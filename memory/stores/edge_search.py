@@ -1,0 +1,195 @@
+"""The searches of `EdgeVectorStore` (`EdgeSearches`, a mixin: the store holds the shard and runs the jobs): by
+meaning (`search`, `search_many`) and by keywords (BM25 with its IDF over the searched namespaces), each one worker
+job with its decoding, and without the namespace condition when it selects nothing the tenant condition does not
+(`memory.stores.edge_namespaces`).
+
+A search reads each point's getters once: the engine converts a point's id, payload and vectors to Python objects
+on every read of them (a dense vector: 256 floats).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import qdrant_edge as qe
+
+from memory.models import Memory
+from memory.ports import NearestQuery, RecallFilter, ScoredMemory, SparseVector
+from memory.scope import NamespaceScope
+from memory.stores.common import (
+    DENSE,
+    FACET_LIMIT,
+    IDF_LEAVES_OUT,
+    IDF_NAMESPACE_LIMIT,
+    SPARSE,
+    idf_corpus,
+    keyword_only_hits,
+    prefetch_limit,
+    terms_of,
+)
+from memory.stores.edge_filters import match_value, scope_conditions, search_filter
+from memory.stores.edge_namespaces import KnownNamespaces
+from memory.stores.payload import decode, recallable_statuses
+
+T = TypeVar("T")
+# the scope conditions (tenant, namespaces) of each searched tuple of namespaces
+Conditions = Mapping[tuple[str, ...], list[Any]]
+
+
+class EdgeSearches:
+    _shard: Any
+    _tenants: set[str]  # every tenant with a point in the shard (a superset)
+    _namespaces: KnownNamespaces
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        raise NotImplementedError  # the store's: a worker-thread job, engine errors as `BackendUnavailable`
+
+    async def search_many(
+        self, scope: NamespaceScope, queries: Sequence[NearestQuery]
+    ) -> builtins.list[builtins.list[ScoredMemory]]:
+        if not queries:
+            return []
+        in_scope = {query.namespaces: scope_conditions(scope, query.namespaces) for query in queries}
+
+        def query(conditions: Conditions) -> list[list[Any]]:
+            filters: dict[tuple[tuple[str, ...], RecallFilter], qe.Filter] = {}  # a batch's searches share a few
+            requests = []
+            for query in queries:
+                key = (query.namespaces, query.flt)
+                if (query_filter := filters.get(key)) is None:
+                    query_filter = filters[key] = search_filter(conditions[query.namespaces], query.flt)
+                nearest = qe.Query.Nearest(list(query.vector), using=DENSE)
+                requests.append(
+                    qe.QueryRequest(
+                        limit=query.limit, query=nearest, filter=query_filter, with_payload=True, with_vector=[DENSE]
+                    )
+                )
+            if len(requests) == 1:  # a batch of one plans more than the query alone
+                return [self._shard.query(requests[0])]
+            return list(self._shard.query_batch(qe.QueryBatchRequest(requests)))
+
+        def query_and_decode() -> builtins.list[builtins.list[ScoredMemory]]:  # decoded in the worker thread too
+            decoded: dict[str, Memory | None] = {}  # a memory near several queries is decoded once
+            found: list[list[ScoredMemory]] = []
+            for points in self._scoped(scope.tenant, in_scope, query):
+                hits = []
+                for p in points:
+                    point_id = str(p.id)
+                    if point_id not in decoded:
+                        decoded[point_id] = decode(point_id, p.payload)
+                    if (memory := decoded[point_id]) is not None:
+                        hits.append(ScoredMemory(memory, float(p.score), vector=(p.vector or {}).get(DENSE) or ()))
+                found.append(hits)
+            return found
+
+        return await self._run(query_and_decode)
+
+    async def search(
+        self,
+        scope: NamespaceScope,
+        namespaces: tuple[str, ...],
+        vector: Sequence[float],
+        limit: int,
+        flt: RecallFilter,
+        sparse: SparseVector | None = None,
+        *,
+        known: Mapping[str, ScoredMemory] | None = None,
+    ) -> list[ScoredMemory]:
+        in_scope = {namespaces: scope_conditions(scope, namespaces)}
+        if sparse is None or not sparse.indices:
+            dense = qe.Query.Nearest(list(vector), using=DENSE)
+
+            def query(conditions: Conditions) -> list[Any]:
+                query_filter = search_filter(conditions[namespaces], flt)
+                request = qe.QueryRequest(
+                    limit=limit, query=dense, filter=query_filter, with_payload=True, with_vector=[SPARSE]
+                )
+                points: list[Any] = self._shard.query(request)
+                return points
+
+            def query_and_decode() -> list[ScoredMemory]:  # decoded in the worker thread too, off the event loop
+                return [
+                    ScoredMemory(m, float(p.score), terms=terms_of(p.vector))
+                    for p in self._scoped(scope.tenant, in_scope, query)
+                    if (m := decode(p.id, p.payload))
+                ]
+
+            return await self._run(query_and_decode)
+        keywords = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE)
+        depth = prefetch_limit(limit)
+
+        def keyword_query(conditions: Conditions) -> list[Any]:
+            scoped = conditions[namespaces]
+            request = qe.QueryRequest(
+                limit=depth,
+                query=keywords,
+                filter=search_filter(scoped, flt),
+                with_vector=False,
+                with_payload=False,
+                params=self._idf(scope, scoped, namespaces),
+            )
+            points: list[Any] = self._shard.query(request)
+            return points
+
+        return await self._keyword_scores(scope, in_scope, keyword_query, flt, vector, known or {})
+
+    def _idf(self, scope: NamespaceScope, in_scope: Sequence[Any], namespaces: tuple[str, ...]) -> Any:
+        """IDF within the tenant: over the searched namespaces, or the tenant for wide searches (`idf_corpus`;
+        `in_scope` lacks the namespace condition when the tenant has no other namespace: the same points).
+        While the shard holds this tenant alone, the tenant's statistics are the shard's: the engine's global
+        IDF gives them without counting over a filter (2.5 ms of CPU per keyword query at 100k memories)."""
+        wide = not namespaces or len(namespaces) > IDF_NAMESPACE_LIMIT
+        if wide and self._tenants <= {scope.tenant}:
+            return None
+        corpus = idf_corpus(in_scope, namespaces)
+        derived = match_value(*IDF_LEAVES_OUT)
+        return qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=corpus, must_not=[derived])))
+
+    async def _keyword_scores(
+        self,
+        scope: NamespaceScope,
+        in_scope: Conditions,
+        query: Callable[[Conditions], list[Any]],
+        flt: RecallFilter,
+        vector: Sequence[float],
+        known: Mapping[str, ScoredMemory],
+    ) -> list[ScoredMemory]:
+        """A keyword-only search that reads payloads and vectors only for the hits the caller does not hold."""
+        statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
+
+        def query_then_fetch_new() -> list[ScoredMemory]:  # one worker-thread hop, the decoding in it too
+            hits = [(str(p.id), float(p.score)) for p in self._scoped(scope.tenant, in_scope, query)]
+            new = [hit_id for hit_id, _ in hits if hit_id not in known]
+            fetched = []
+            for record in self._shard.retrieve(new, True, [DENSE, SPARSE]) if new else ():
+                vectors = record.vector or {}
+                if (memory := decode(record.id, record.payload)) is not None:
+                    fetched.append((memory, vectors.get(DENSE), terms_of(vectors)))
+            return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
+
+        return await self._run(query_then_fetch_new)
+
+    def _scoped(self, tenant: str, in_scope: Conditions, query: Callable[[Conditions], T]) -> T:
+        """(In a worker thread.) `query` given, for each searched namespaces' scope conditions in `in_scope`, the
+        narrowest that select the same points (`_narrowest`); given `in_scope` itself, again, when a namespace of
+        the tenant was added while it ran: a write racing it may have put a point it must not see where it looked."""
+        narrowed = {key: self._narrowest(tenant, key, conditions) for key, conditions in in_scope.items()}
+        result = query({key: conditions for key, (conditions, _) in narrowed.items()})
+        if any(epoch is not None and not self._namespaces.unchanged(tenant, epoch) for _, epoch in narrowed.values()):
+            result = query(in_scope)
+        return result
+
+    def _narrowest(self, tenant: str, namespaces: tuple[str, ...], in_scope: list[Any]) -> tuple[list[Any], int | None]:
+        """The tenant condition alone, with the epoch to check after the query (`KnownNamespaces.covering`), when
+        `namespaces` names every namespace the tenant has in the store (read on its first search); else `in_scope`
+        (the tenant and namespace conditions) and None."""
+        if len(in_scope) == 1:  # the whole tenant already
+            return in_scope, None
+        if not self._namespaces.learned(tenant):
+            request = qe.FacetRequest("namespace", limit=FACET_LIMIT, exact=True, filter=qe.Filter(must=in_scope[:1]))
+            hits = self._shard.facet(request).hits
+            self._namespaces.learn(tenant, (str(hit.value) for hit in hits), complete=len(hits) < FACET_LIMIT)
+        epoch = self._namespaces.covering(tenant, namespaces)
+        return (in_scope, None) if epoch is None else (in_scope[:1], epoch)
