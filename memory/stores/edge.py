@@ -3,7 +3,8 @@
 One shard per data directory, guarded by a lock file (the engine allows one process per directory). The model id
 and vector size are recorded beside the shard; opening it with another embedder is refused. Calls run in worker
 threads so the event loop never blocks on the engine; writes are serialised in-process so read-modify-write
-updates (access counts) do not race. `maintain()` builds indexes off the request path.
+updates (access counts) do not race. `maintain()` builds indexes off the request path, and the keyword statistics
+(`memory.stores.keyword_stats`) that every write then keeps in the same worker job as its engine write.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from memory.stores.edge_filters import match_any, match_value, scope_conditions
 from memory.stores.edge_namespaces import KnownNamespaces
 from memory.stores.edge_search import EdgeSearches
 from memory.stores.edge_shard import open_shard
+from memory.stores.keyword_stats import KeywordStats
 from memory.stores.payload import (
     STATUS_ACTIVE,
     TENANT_FIELD,
@@ -62,6 +64,8 @@ class EdgeVectorStore(EdgeSearches):
         tenants = shard.facet(qe.FacetRequest(TENANT_FIELD, limit=FACET_LIMIT, exact=True))
         self._tenants = {str(hit.value) for hit in tenants.hits}
         self._namespaces = KnownNamespaces()  # each tenant's namespaces: a search naming all needs no condition
+        # the keyword statistics of each namespace and tenant: built by `maintain`, kept by each write (`_keeping`)
+        self._stats = KeywordStats()
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     @classmethod
@@ -120,8 +124,12 @@ class EdgeVectorStore(EdgeSearches):
         # both before the write: no search may see its points with the old statistics, or without its namespace
         self._tenants.add(scope.tenant)
         self._namespaces.add(scope.tenant, namespaces)
+        ids = [point.id for point in points]
         async with self._write_lock:
-            await self._run(lambda: self._shard.update(operation))
+            # read back: an id the condition left untouched keeps what it held
+            await self._run(
+                self._keeping(lambda: self._shard.update(operation), lambda: self._stats.observe(self._shard, ids))
+            )
             self._dirty = True
 
     def _writable_filter(self, scope: NamespaceScope, *extra: Any) -> qe.Filter:
@@ -138,8 +146,15 @@ class EdgeVectorStore(EdgeSearches):
         self._namespaces.add(scope.tenant, (memory.namespace,))  # it may move the memory to another namespace
         if memory.is_archived:  # out of the dense index; its payload first, so default recall never meets it
             operations.append(qe.UpdateOperation.delete_vectors_by_filter(target, [DENSE]))
+
+        def write() -> None:
+            for operation in operations:
+                self._shard.update(operation)
+
+        # read back: the payload may move it to another namespace, or change its source (consolidated ones are not
+        # counted); its keyword vector stays (an archived memory loses its dense vector only)
         async with self._write_lock:
-            await self._run(lambda: [self._shard.update(operation) for operation in operations])
+            await self._run(self._keeping(write, lambda: self._stats.observe(self._shard, [memory.id])))
             self._dirty = self._dirty or memory.is_archived
 
     async def copies_of(self, scope: NamespaceScope, origin_id: str) -> list[Memory]:
@@ -158,9 +173,29 @@ class EdgeVectorStore(EdgeSearches):
         flt = qe.Filter(must=scope_conditions(scope, (namespace,)))
         async with self._write_lock:
             count = await self._run(lambda: self._shard.count(qe.CountRequest(filter=flt, exact=True)))
-            await self._run(lambda: self._shard.update(qe.UpdateOperation.delete_points_by_filter(flt)))
+            delete = qe.UpdateOperation.delete_points_by_filter(flt)
+            await self._run(
+                self._keeping(lambda: self._shard.update(delete), lambda: self._stats.purge(scope.tenant, namespace))
+            )
             self._dirty = True
         return int(count)
+
+    def _keeping(self, write: Callable[[], object], record: Callable[[], object]) -> Callable[[], None]:
+        """A worker job for a write that may change which keyword vectors a namespace holds, run under the write
+        lock: the engine `write`, then, while the statistics are kept, `record` (the same change in them). On any
+        exception (the engine's, or reading the write back) the statistics are invalidated, whatever the engine
+        applied: searches count their IDF over the filter again until `maintain` rebuilds them."""
+
+        def job() -> None:
+            try:
+                write()
+                if self._stats.ready:
+                    record()
+            except BaseException:
+                self._stats.invalidate()
+                raise
+
+        return job
 
     async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
@@ -287,8 +322,21 @@ class EdgeVectorStore(EdgeSearches):
         await self._run(self._shard.info)
 
     async def maintain(self) -> None:
-        """Flush and build indexes if anything was written since the last run (blocking work in a thread)."""
-        if not self._dirty or self._closed:
+        """Build the keyword statistics if they are not kept (the first run, or after a write that could not keep
+        them); then flush and build indexes if anything was written since the last run (blocking work in a thread).
+
+        The statistics are built here, under the write lock, because `KeywordStats.build` reads the whole shard
+        page by page and must see no write meanwhile: a write landing between two pages, and recorded before the
+        build's counts replace what was kept, would be lost. Writes wait for it (0.5 s at 25k memories)
+        and searches meanwhile count their IDF over the filter; building on a search's path would make that search
+        wait for the writes, and the writes for it."""
+        if self._closed:
+            return
+        if not self._stats.ready:
+            async with self._write_lock:
+                if not self._stats.ready:
+                    await self._run(lambda: self._stats.build(self._shard))
+        if not self._dirty:
             return
         self._dirty = False
         await self._run(self._shard.flush)
