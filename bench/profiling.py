@@ -91,9 +91,10 @@ def stage_table(profile: Profile) -> list[tuple[str, float]]:
 
 
 RULES: tuple[tuple[str, str, str | None, str | None], ...] = (
-    ("engine: keyword query (Rust)", "memory/stores/edge.py", "query_then_fetch_new", "_shard.query"),
-    ("engine: payload reads by id (Rust)", "memory/stores/edge.py", None, "_shard.retrieve"),
-    ("engine: vector query (Rust)", "memory/stores/edge.py", None, "_shard.query"),
+    # the searches are in memory/stores/edge_search.py, the writes and lookups in edge.py: "edge" matches both
+    ("engine: keyword query (Rust)", "memory/stores/edge", "keyword_query", "_shard.query"),
+    ("engine: payload reads by id (Rust)", "memory/stores/edge", None, "_shard.retrieve"),
+    ("engine: vector query (Rust)", "memory/stores/edge", None, "_shard.query"),
     ("engine: scroll / lookup (Rust)", "memory/stores/edge.py", None, "_shard.scroll"),
     ("engine: update / upsert (Rust)", "memory/stores/edge.py", None, "_shard.update"),
     ("engine: flush / optimize (Rust)", "memory/stores/edge.py", None, "_shard.flush"),

@@ -135,16 +135,8 @@ def score(
         + weights.importance * memory.importance
         + weights.access_frequency * frequency
     )
-    return ScoreParts(
-        similarity=sim,
-        recency=recency,
-        importance=memory.importance,
-        access_frequency=frequency,
-        score=total,
-        dense_similarity=dense_similarity,
-        keyword=keyword,
-        cues=cues,
-    )
+    # positional, in `ScoreParts`' field order: a recall scores every candidate (by keyword: 2.0 us, positional: 1.4)
+    return ScoreParts(sim, recency, memory.importance, frequency, total, dense_similarity, keyword, cues)
 
 
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")

@@ -139,10 +139,6 @@ def _text(value: Any, key: str) -> str:
     return value
 
 
-def _optional_text(value: Any, key: str) -> str | None:
-    return None if value is None else _text(value, key)
-
-
 def _list(value: Any, key: str) -> list[Any]:
     if value is None:
         return []
@@ -171,43 +167,62 @@ def _importance(value: Any) -> float:
 def from_payload(memory_id: object, payload: dict[str, Any]) -> Memory:
     """The `Memory` a payload describes; `UndecodablePayload` when it describes none this version can use. A field
     missing or null reads as None or empty (lists, `metadata`, `source`'s own fields), except those every memory
-    has. Each field is read once, its type checked by a `type()` test (this runs for every candidate of a recall)."""
+    has. Each field is read once, its type checked by a `type()` test, and a field most payloads leave out costs a
+    lookup and no call (this runs for every candidate of a recall: 9.4 -> 4.5 us a payload, issue #33)."""
     get = payload.get
     try:
-        source = _object(get("source"), "source")
+        source = get("source")
+        if source is None:
+            source = {}
+        elif type(source) is not dict:
+            raise UndecodablePayload("source is not an object")
         kind = _KINDS.get(payload["kind"])
         if kind is None:
             raise UndecodablePayload(f"kind {payload['kind']!r} is unknown")
+        tenant: Any = get("tenant")
+        namespace: Any = get("namespace")
+        content: Any = get("content")
+        if type(tenant) is not str or type(namespace) is not str or type(content) is not str:
+            for value, key in ((tenant, "tenant"), (namespace, "namespace"), (content, "content")):
+                _text(value, key)  # the first that is not a string raises
+        importance = payload["importance"]
+        if type(importance) is not float or not math.isfinite(importance):
+            importance = _importance(importance)
+        created, updated = get("created_at"), get("updated_at")
+        created_at = _required_time(created, "created_at")
+        # most memories were never updated: the same moment, converted once
+        updated_at = created_at if updated == created else _required_time(updated, "updated_at")
+        metadata = get("metadata")
+        # positional, in `Memory`'s field order (by keyword its generated __init__ takes 2.6 us, positional 0.7 us);
+        # tests/memory/test_payload.py reads back a memory with every field set to a distinct value
         return Memory(
-            id=str(memory_id),
-            tenant=_text(get("tenant"), "tenant"),
-            namespace=_text(get("namespace"), "namespace"),
-            kind=kind,
-            content=_text(get("content"), "content"),
-            importance=_importance(payload["importance"]),
-            created_at=_required_time(get("created_at"), "created_at"),
-            updated_at=_required_time(get("updated_at"), "updated_at"),
-            last_accessed_at=_time(get("last_accessed_at"), "last_accessed_at"),
-            access_count=int(get("access_count") or 0),
-            expires_at=_time(get("expires_at"), "expires_at"),
-            deleted_at=_time(get("deleted_at"), "deleted_at"),
-            delete_reason=_optional_text(get("delete_reason"), "delete_reason"),
-            supersedes=_list(get("supersedes"), "supersedes"),
-            superseded_by=_optional_text(get("superseded_by"), "superseded_by"),
-            origin_id=_optional_text(get("origin_id"), "origin_id"),
-            session_id=_optional_text(get("session_id"), "session_id"),
-            source=Source(
-                subject=str(source.get("subject", "")), request_id=source.get("request_id"), tool=source.get("tool")
-            ),
-            tags=_list(get("tags"), "tags"),
-            metadata=dict(_object(get("metadata"), "metadata")),
-            embedding_model=str(get("embedding_model", "")),
-            content_hash=str(get("content_hash", "")),
-            attributes=_list(get("attributes"), "attributes"),
-            follows=_optional_text(get("follows"), "follows"),
-            archived_at=_time(get("archived_at"), "archived_at"),
-            archive_reason=_optional_text(get("archive_reason"), "archive_reason"),
-            stored_at=_time(get("stored_at"), "stored_at"),
+            str(memory_id),
+            tenant,
+            namespace,
+            kind,
+            content,
+            importance,
+            created_at,
+            updated_at,
+            None if (at := get("last_accessed_at")) is None else _time(at, "last_accessed_at"),
+            int(get("access_count") or 0),
+            None if (at := get("expires_at")) is None else _time(at, "expires_at"),
+            None if (at := get("deleted_at")) is None else _time(at, "deleted_at"),
+            [] if (items := get("supersedes")) is None else _list(items, "supersedes"),
+            None if (text := get("superseded_by")) is None else _text(text, "superseded_by"),
+            None if (text := get("origin_id")) is None else _text(text, "origin_id"),
+            None if (text := get("session_id")) is None else _text(text, "session_id"),
+            Source(str(source.get("subject", "")), source.get("request_id"), source.get("tool")),
+            [] if (items := get("tags")) is None else _list(items, "tags"),
+            {} if metadata is None else dict(_object(metadata, "metadata")),
+            str(get("embedding_model", "")),
+            str(get("content_hash", "")),
+            None if (text := get("delete_reason")) is None else _text(text, "delete_reason"),
+            [] if (items := get("attributes")) is None else _list(items, "attributes"),
+            None if (text := get("follows")) is None else _text(text, "follows"),
+            None if (at := get("archived_at")) is None else _time(at, "archived_at"),
+            None if (text := get("archive_reason")) is None else _text(text, "archive_reason"),
+            None if (at := get("stored_at")) is None else _time(at, "stored_at"),
         )
     except UndecodablePayload:
         raise

@@ -14,10 +14,13 @@ from memory.stores.payload import UndecodablePayload, from_payload, status_of, t
 from tests.memory.conftest import START, make_memory
 
 BARE = make_memory("The user likes tea", tenant="acme")
+# every field set, each to a value no other field of its type has (decoding builds a `Memory` by position)
 FULL = make_memory(
     "The user likes green tea",
     tenant="acme",
     kind=MemoryKind.SEMANTIC,
+    importance=0.7,
+    updated_at=START + timedelta(minutes=30),
     last_accessed_at=START + timedelta(hours=1),
     access_count=3,
     expires_at=START + timedelta(days=30),
@@ -106,3 +109,34 @@ def test_a_payload_without_a_field_every_memory_has_is_undecodable(field: str) -
 
     with pytest.raises(UndecodablePayload, match=field):
         from_payload(BARE.id, payload)
+
+
+@pytest.mark.parametrize("field", ["tenant", "namespace", "content"])
+@pytest.mark.parametrize("value", [7, ["text"], {"text": "x"}], ids=["number", "list", "object"])
+def test_a_payload_whose_tenant_namespace_or_content_is_not_a_string_is_undecodable(field: str, value: Any) -> None:
+    with pytest.raises(UndecodablePayload, match=f"{field} is not a string"):
+        from_payload(BARE.id, {**to_payload(BARE), field: value})
+
+
+def test_an_importance_stored_as_an_integer_reads_as_that_number_and_one_not_finite_or_true_is_undecodable() -> None:
+    decoded = from_payload(BARE.id, {**to_payload(BARE), "importance": 1})
+
+    assert decoded.importance == 1.0
+    assert type(decoded.importance) is float
+    for value in (float("nan"), float("inf"), True, "high"):
+        with pytest.raises(UndecodablePayload):
+            from_payload(BARE.id, {**to_payload(BARE), "importance": value})
+
+
+def test_a_memory_created_and_updated_at_the_same_moment_reads_both_as_it() -> None:
+    payload = to_payload(BARE)
+    decoded = from_payload(BARE.id, payload)
+
+    assert payload["updated_at"] == payload["created_at"]
+    assert decoded.created_at == decoded.updated_at == BARE.created_at
+
+
+@pytest.mark.parametrize("updated_at", [None, "later", float("nan")], ids=["null", "a word", "nan"])
+def test_a_payload_whose_updated_at_is_not_a_time_is_undecodable_even_when_created_at_is(updated_at: Any) -> None:
+    with pytest.raises(UndecodablePayload):
+        from_payload(BARE.id, {**to_payload(BARE), "updated_at": updated_at})
