@@ -301,10 +301,11 @@ async def open_runtime(
 
 
 async def _maintenance_loop(store: VectorStore, interval: float, supervisor: Supervisor) -> None:
-    """Flush and index the store every `interval` seconds; a failed pass is logged and counted, the next one
-    runs on time."""
+    """Maintain the store at once (the embedded store builds its keyword statistics then, off the request path:
+    until they exist keyword searches count IDF over a filter) and then every `interval` seconds (flush and
+    index); a failed pass is logged and counted, the next one runs on time."""
     while True:
-        await anyio.sleep(interval)
         with supervisor.contain("store_maintenance"):
             await store.maintain()
         supervisor.finished("store_maintenance")
+        await anyio.sleep(interval)
