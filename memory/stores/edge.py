@@ -21,7 +21,6 @@ import anyio
 import anyio.to_thread
 import qdrant_edge as qe
 
-from memory import cpu_meter
 from memory.errors import BackendUnavailable, NamespaceForbidden
 from memory.models import EXTRACTED, Memory, MemoryKind
 from memory.ports import ListQuery, UpsertItem
@@ -94,16 +93,6 @@ class EdgeVectorStore(EdgeSearches):
             await anyio.to_thread.run_sync(self._shard.flush)
             await anyio.to_thread.run_sync(self._shard.close)
         os.close(self._lock_fd)
-
-    async def _run(self, fn: Callable[[], T]) -> T:
-        if self._closed:
-            raise BackendUnavailable("vector store is closed")
-        try:
-            return await cpu_meter.run_sync(fn)
-        except (BackendUnavailable, NamespaceForbidden):
-            raise
-        except Exception as exc:  # the engine raises plain exceptions for I/O and corruption
-            raise BackendUnavailable(f"vector store error: {type(exc).__name__}") from exc
 
     # -- writes ----------------------------------------------------------------------------------------------
     async def upsert(self, scope: NamespaceScope, items: Sequence[UpsertItem]) -> None:

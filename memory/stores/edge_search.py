@@ -1,7 +1,7 @@
-"""The searches of `EdgeVectorStore` (`EdgeSearches`, a mixin: the store holds the shard and runs the jobs): by
-meaning (`search`, `search_many`) and by keywords (BM25 with its IDF over the searched namespaces), each one worker
-job with its decoding, and without the namespace condition when it selects nothing the tenant condition does not
-(`memory.stores.edge_namespaces`).
+"""The searches of `EdgeVectorStore` (`EdgeSearches`, its base: the store holds the shard; every engine call runs
+as a worker-thread job through `_run`): by meaning (`search`, `search_many`) and by keywords (BM25 with its IDF over
+the searched namespaces), each one worker job with its decoding, and without the namespace condition when it
+selects nothing the tenant condition does not (`memory.stores.edge_namespaces`).
 
 A search reads each point's getters once: the engine converts a point's id, payload and vectors to Python objects
 on every read of them (a dense vector: 256 floats).
@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 import qdrant_edge as qe
 
+from memory import cpu_meter
+from memory.errors import BackendUnavailable, NamespaceForbidden
 from memory.models import Memory
 from memory.ports import NearestQuery, RecallFilter, ScoredMemory, SparseVector
 from memory.scope import NamespaceScope
@@ -50,8 +52,18 @@ class EdgeSearches:
     _namespaces: KnownNamespaces
     _stats: KeywordStats  # the shard's keyword statistics, kept on write once built (`keyword_stats`)
 
+    _closed: bool
+
     async def _run(self, fn: Callable[[], T]) -> T:
-        raise NotImplementedError  # the store's: a worker-thread job, engine errors as `BackendUnavailable`
+        """`fn` as a worker-thread job charged to the calling request; engine errors as `BackendUnavailable`."""
+        if self._closed:
+            raise BackendUnavailable("vector store is closed")
+        try:
+            return await cpu_meter.run_sync(fn)
+        except (BackendUnavailable, NamespaceForbidden):
+            raise
+        except Exception as exc:  # the engine raises plain exceptions for I/O and corruption
+            raise BackendUnavailable(f"vector store error: {type(exc).__name__}") from exc
 
     async def search_many(
         self, scope: NamespaceScope, queries: Sequence[NearestQuery]

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
 from bench import budget
 from bench.budget_text import (
@@ -141,7 +140,6 @@ def test_bm25_lines_are_dated_ranked_and_packed_within_the_budget() -> None:
 
 
 def test_measure_on_a_tiny_fixture_through_the_in_process_app(tmp_path: Path) -> None:
-    pytest.importorskip("wordllama")
     logging.getLogger().setLevel(logging.WARNING)
     (tmp_path / "data").mkdir()
     chosen = tiny_datasets(tmp_path / "data")
