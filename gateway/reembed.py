@@ -231,7 +231,11 @@ class Reembedder:
             threads = search_threads(settings)
             store = await anyio.to_thread.run_sync(
                 lambda: EdgeVectorStore.open(
-                    data_dir / name, model_id=embedder.model_id, dimension=embedder.dimension, search_threads=threads
+                    data_dir / name,
+                    model_id=embedder.model_id,
+                    dimension=embedder.dimension,
+                    search_threads=threads,
+                    cache_points=settings.search_cache_points,
                 )
             )
             return store, name

@@ -180,7 +180,11 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
     threads = search_threads(settings)
     return await anyio.to_thread.run_sync(
         lambda: EdgeVectorStore.open(
-            store_path, model_id=embedder.model_id, dimension=embedder.dimension, search_threads=threads
+            store_path,
+            model_id=embedder.model_id,
+            dimension=embedder.dimension,
+            search_threads=threads,
+            cache_points=settings.search_cache_points,
         )
     )
 

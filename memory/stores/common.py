@@ -10,6 +10,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from memory.errors import NamespaceForbidden
 from memory.models import CONSOLIDATED, Memory
@@ -18,6 +19,7 @@ from memory.scope import NamespaceScope
 from memory.stores.payload import status_of
 
 T = TypeVar("T")
+DenseVector = Sequence[float] | npt.NDArray[np.float32]  # a stored dense vector: as the engine gives it, or kept
 
 # A keyword search's candidate list is at least this deep, whatever its limit, so a memory ranked well by keywords
 # (but not first) still reaches the caller's fusion with its BM25 score.
@@ -77,10 +79,10 @@ def unpack(item: UpsertItem) -> tuple[Memory, Sequence[float], SparseVector | No
     return item[0], item[1], sparse if sparse is not None and sparse.indices else None
 
 
-def cosines(query: Sequence[float], vectors: Sequence[Sequence[float] | None]) -> list[float]:
+def cosines(query: Sequence[float], vectors: Sequence[DenseVector | None]) -> list[float]:
     """Cosine similarity of each vector to the query (0 for a zero vector, and for none: an archived memory has
     no dense vector)."""
-    present = [i for i, vector in enumerate(vectors) if vector]
+    present = [i for i, vector in enumerate(vectors) if vector is not None and len(vector)]
     result = [0.0] * len(vectors)
     if not present:
         return result
@@ -107,7 +109,7 @@ def keyword_only_hits(
     statuses: Collection[str],
     hits: Sequence[tuple[str, float]],
     known: Mapping[str, ScoredMemory],
-    fetched: Iterable[tuple[Memory, Sequence[float] | None, tuple[int, ...]]],
+    fetched: Iterable[tuple[Memory, DenseVector | None, tuple[int, ...]]],
 ) -> list[ScoredMemory]:
     """A keyword-only search's hits (id, BM25 score), in its order: one the caller holds (`known`) as held with
     the new score; a new one from what was `fetched` for it (memory, dense vector, term ids), its cosine computed.

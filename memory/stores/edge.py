@@ -45,13 +45,14 @@ from memory.stores.payload import (
     decode_all,
     to_payload,
 )
+from memory.stores.point_cache import PointCache
 
 HASH_PAGE = 256  # memories read per engine call by `find_by_hashes`
 T = TypeVar("T")
 
 
 class EdgeVectorStore(EdgeSearches):
-    def __init__(self, shard: Any, lock_fd: int, path: Path) -> None:
+    def __init__(self, shard: Any, lock_fd: int, path: Path, cache_points: int = 0) -> None:
         self._shard = shard
         self._lock_fd = lock_fd
         self._path = path
@@ -65,12 +66,22 @@ class EdgeVectorStore(EdgeSearches):
         self._namespaces = KnownNamespaces()  # each tenant's namespaces: a search naming all needs no condition
         # the keyword statistics of each namespace and tenant: built by `maintain`, kept by each write (`_keeping`)
         self._stats = KeywordStats()
+        # decoded points by id for the searches: this process alone writes the shard (`point_cache`)
+        self._cache = PointCache(cache_points)
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path, *, model_id: str, dimension: int, search_threads: int | None = None) -> EdgeVectorStore:
+    def open(
+        cls,
+        path: Path,
+        *,
+        model_id: str,
+        dimension: int,
+        search_threads: int | None = None,
+        cache_points: int = 0,
+    ) -> EdgeVectorStore:
         """The store in `path`, its engine searching with `search_threads` threads (None: sized to the machine,
-        `edge_shard.search_threads`)."""
+        `edge_shard.search_threads`), its searches keeping up to `cache_points` decoded points (`point_cache`)."""
         path.mkdir(parents=True, exist_ok=True)
         lock_fd = os.open(path / "LOCK", os.O_CREAT | os.O_RDWR, 0o600)
         try:
@@ -83,7 +94,7 @@ class EdgeVectorStore(EdgeSearches):
         except BaseException:
             os.close(lock_fd)
             raise
-        return cls(shard, lock_fd, path)
+        return cls(shard, lock_fd, path, cache_points)
 
     async def close(self) -> None:
         if self._closed:
@@ -117,7 +128,7 @@ class EdgeVectorStore(EdgeSearches):
         async with self._write_lock:
             # read back: an id the condition left untouched keeps what it held
             await self._run(
-                self._keeping(lambda: self._shard.update(operation), lambda: self._stats.observe(self._shard, ids))
+                self._keeping(lambda: self._shard.update(operation), lambda: self._stats.observe(self._shard, ids), ids)
             )
             self._dirty = True
 
@@ -143,7 +154,7 @@ class EdgeVectorStore(EdgeSearches):
         # read back: the payload may move it to another namespace, or change its source (consolidated ones are not
         # counted); its keyword vector stays (an archived memory loses its dense vector only)
         async with self._write_lock:
-            await self._run(self._keeping(write, lambda: self._stats.observe(self._shard, [memory.id])))
+            await self._run(self._keeping(write, lambda: self._stats.observe(self._shard, [memory.id]), [memory.id]))
             self._dirty = self._dirty or memory.is_archived
 
     async def copies_of(self, scope: NamespaceScope, origin_id: str) -> list[Memory]:
@@ -164,25 +175,33 @@ class EdgeVectorStore(EdgeSearches):
             count = await self._run(lambda: self._shard.count(qe.CountRequest(filter=flt, exact=True)))
             delete = qe.UpdateOperation.delete_points_by_filter(flt)
             await self._run(
-                self._keeping(lambda: self._shard.update(delete), lambda: self._stats.purge(scope.tenant, namespace))
+                self._keeping(
+                    lambda: self._shard.update(delete), lambda: self._stats.purge(scope.tenant, namespace), None
+                )
             )
             self._dirty = True
         return int(count)
 
-    def _keeping(self, write: Callable[[], object], record: Callable[[], object]) -> Callable[[], None]:
+    def _keeping(
+        self, write: Callable[[], object], record: Callable[[], object], ids: Sequence[object] | None
+    ) -> Callable[[], None]:
         """A worker job for a write that may change which keyword vectors a namespace holds, run under the write
-        lock: the engine `write`, then, while the statistics are kept, `record` (the same change in them). On any
-        exception (the engine's, or reading the write back) the statistics are invalidated, whatever the engine
-        applied: searches count their IDF over the filter again until `maintain` rebuilds them."""
+        lock: the engine `write`, then, while the statistics are kept, `record` (the same change in them), between
+        the search cache's `begin_write` and `end_write` of the written points (`ids`; None: any). On any exception
+        (the engine's, or reading the write back) the statistics are invalidated and the cache emptied, whatever
+        the engine applied: searches count their IDF over the filter again until `maintain` rebuilds them."""
 
         def job() -> None:
+            self._cache.begin_write()
             try:
                 write()
                 if self._stats.ready:
                     record()
             except BaseException:
+                self._cache.end_write(None)
                 self._stats.invalidate()
                 raise
+            self._cache.end_write(ids)
 
         return job
 
@@ -197,9 +216,13 @@ class EdgeVectorStore(EdgeSearches):
             by_count: dict[int, list[Any]] = {}  # one engine update per new count, not per memory
             for record in records:
                 by_count.setdefault(int((record.payload or {}).get("access_count") or 0) + 1, []).append(record.id)
-            for count, ids in by_count.items():
-                patch = {"access_count": count, "last_accessed_at": at.timestamp()}
-                self._shard.update(qe.UpdateOperation.set_payload(ids, patch))
+            self._cache.begin_write()
+            try:
+                for count, ids in by_count.items():
+                    patch = {"access_count": count, "last_accessed_at": at.timestamp()}
+                    self._shard.update(qe.UpdateOperation.set_payload(ids, patch))
+            finally:  # every record read, written or not: the engine may have applied part of it
+                self._cache.end_write(record.id for record in records)
 
         async with self._write_lock:
             await self._run(bump)

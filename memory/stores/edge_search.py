@@ -31,6 +31,7 @@ from memory.stores.common import (
     IDF_LEAVES_OUT,
     IDF_NAMESPACE_LIMIT,
     SPARSE,
+    DenseVector,
     idf_corpus,
     keyword_only_hits,
     prefetch_limit,
@@ -40,6 +41,7 @@ from memory.stores.edge_filters import match_value, scope_conditions, search_fil
 from memory.stores.edge_namespaces import KnownNamespaces
 from memory.stores.keyword_stats import EMPTY_CORPUS, KeywordStats, corpus_namespaces
 from memory.stores.payload import decode, recallable_statuses
+from memory.stores.point_cache import Point, PointCache, as_dense, recallable
 
 T = TypeVar("T")
 # the scope conditions (tenant, namespaces) of each searched tuple of namespaces
@@ -51,6 +53,7 @@ class EdgeSearches:
     _tenants: set[str]  # every tenant with a point in the shard (a superset)
     _namespaces: KnownNamespaces
     _stats: KeywordStats  # the shard's keyword statistics, kept on write once built (`keyword_stats`)
+    _cache: PointCache  # decoded points by id, dropped by every write that touches them (`point_cache`)
 
     _closed: bool
 
@@ -120,19 +123,58 @@ class EdgeSearches:
         if sparse is None or not sparse.indices:
             dense = qe.Query.Nearest(list(vector), using=DENSE)
 
-            def query(conditions: Conditions) -> list[Any]:
-                query_filter = search_filter(conditions[namespaces], flt)
-                request = qe.QueryRequest(
-                    limit=limit, query=dense, filter=query_filter, with_payload=True, with_vector=[SPARSE]
-                )
-                points: list[Any] = self._shard.query(request)
-                return points
+            cached = self._cache.enabled
 
             def query_and_decode() -> list[ScoredMemory]:  # decoded in the worker thread too, off the event loop
+                snapshot = self._cache.snapshot()  # before the engine reads (`point_cache`)
+                ids_only = cached and self._cache.warm  # the payloads of the few points the cache lacks read by id
+
+                def query(conditions: Conditions) -> list[Any]:
+                    request = qe.QueryRequest(
+                        limit=limit,
+                        query=dense,
+                        filter=search_filter(conditions[namespaces], flt),
+                        with_payload=not ids_only,
+                        with_vector=False if ids_only else [SPARSE],
+                    )
+                    points: list[Any] = self._shard.query(request)
+                    return points
+
+                points = self._scoped(scope.tenant, in_scope, query)
+                if not cached:
+                    return [
+                        ScoredMemory(m, float(p.score), terms=terms_of(p.vector))
+                        for p in points
+                        if (m := decode(p.id, p.payload))
+                    ]
+                found = [(str(p.id), float(p.score), p) for p in points]
+                held, missing = self._cache.lookup(snapshot, [point_id for point_id, _, _ in found])
+                if missing and not ids_only and not self._cache.filling():  # decoded as without a cache
+                    hits = []
+                    for point_id, score, p in found:
+                        if point := held.get(point_id):
+                            hits.append(ScoredMemory(point.memory, score, terms=point.terms))
+                        elif m := decode(point_id, p.payload):
+                            hits.append(ScoredMemory(m, score, terms=terms_of(p.vector)))
+                    return hits
+                if missing:
+                    if ids_only:
+                        read = self._read_points(missing)
+                        self._cache.put(snapshot, read)
+                        held.update(recallable(read, scope.tenant, flt))
+                    else:
+                        wanted = set(missing)
+                        read = [
+                            (point_id, Point(m, terms_of(p.vector)))
+                            for point_id, _, p in found
+                            if point_id in wanted and (m := decode(point_id, p.payload))
+                        ]
+                        self._cache.put(snapshot, read)
+                        held.update(read)
                 return [
-                    ScoredMemory(m, float(p.score), terms=terms_of(p.vector))
-                    for p in self._scoped(scope.tenant, in_scope, query)
-                    if (m := decode(p.id, p.payload))
+                    ScoredMemory(point.memory, score, terms=point.terms)
+                    for point_id, score, _ in found
+                    if (point := held.get(point_id))
                 ]
 
             return await self._run(query_and_decode)
@@ -200,16 +242,35 @@ class EdgeSearches:
         statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
 
         def query_then_fetch_new() -> list[ScoredMemory]:  # one worker-thread hop, the decoding in it too
+            snapshot = self._cache.snapshot()  # before the engine reads (`point_cache`)
             hits = [(str(p.id), float(p.score)) for p in self._scoped(scope.tenant, in_scope, query)]
             new = [hit_id for hit_id, _ in hits if hit_id not in known]
-            fetched = []
-            for record in self._shard.retrieve(new, True, [DENSE, SPARSE]) if new else ():
+            held, missing = self._cache.lookup(snapshot, new, dense=True) if new else ({}, [])
+            fetched: list[tuple[Memory, DenseVector | None, tuple[int, ...]]] = [
+                (point.memory, point.dense, point.terms) for point in held.values()
+            ]
+            read = []
+            filling = bool(missing) and self._cache.filling()
+            for record in self._shard.retrieve(missing, True, [DENSE, SPARSE]) if missing else ():
                 vectors = record.vector or {}
                 if (memory := decode(record.id, record.payload)) is not None:
-                    fetched.append((memory, vectors.get(DENSE), terms_of(vectors)))
+                    dense, terms = vectors.get(DENSE), terms_of(vectors)
+                    fetched.append((memory, dense, terms))
+                    if filling:
+                        read.append((str(record.id), Point(memory, terms, as_dense(dense), has_dense=True)))
+            self._cache.put(snapshot, read)
             return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
 
         return await self._run(query_then_fetch_new)
+
+    def _read_points(self, ids: Sequence[str]) -> list[tuple[str, Point]]:
+        """(In a worker thread.) Points read by id, with their keyword terms, for a dense search that asked the
+        engine for ids and scores only."""
+        return [
+            (str(record.id), Point(memory, terms_of(record.vector)))
+            for record in self._shard.retrieve(list(ids), True, [SPARSE])
+            if (memory := decode(record.id, record.payload)) is not None
+        ]
 
     def _scoped(self, tenant: str, in_scope: Conditions, query: Callable[[Conditions], T]) -> T:
         """(In a worker thread.) `query` given, for each searched namespaces' scope conditions in `in_scope`, the

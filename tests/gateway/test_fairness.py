@@ -9,6 +9,8 @@ the recall bounds are published and enforced."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -459,3 +461,18 @@ def test_the_budgets_and_caps_are_per_tenant_settings_from_json(monkeypatch: pyt
 
 def test_too_many_calls_is_a_retryable_rate_limit() -> None:
     assert TooManyCalls.code == CpuBudgetSpent.code == "rate_limited"
+
+
+def test_a_settled_server_process_freezes_what_startup_made_and_collects_its_young_objects_less_often() -> None:
+    """In a child interpreter (freezing is for good, not for the test process that builds apps again and again)."""
+    code = (
+        "import gc, sys\n"
+        "from gateway.fairness import SWITCH_INTERVAL_SECONDS, YOUNG_COLLECTION_ALLOCATIONS, settle_interpreter\n"
+        "before = gc.get_threshold()\n"
+        "settle_interpreter()\n"
+        "assert gc.get_freeze_count() > 0, gc.get_freeze_count()\n"
+        "assert gc.get_threshold() == (YOUNG_COLLECTION_ALLOCATIONS, *before[1:]), gc.get_threshold()\n"
+        "assert sys.getswitchinterval() == SWITCH_INTERVAL_SECONDS\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr

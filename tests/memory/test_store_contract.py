@@ -42,6 +42,7 @@ pytestmark = [
 ]
 
 MODEL = "contract-model"
+CACHE_POINTS = 64  # the cached backend's search cache: fewer points than some tests write
 DIM = 8
 NOW = START + timedelta(days=1)
 QDRANT_URL = os.environ.get("HINDSIGHT_TEST_QDRANT_URL")
@@ -53,7 +54,8 @@ SERVER_BACKENDS = [
     pytest.param("qdrant-local", id="qdrant-local"),
     pytest.param("qdrant-url", id="qdrant-url", marks=NEEDS_SERVER),
 ]
-# "switchable": the embedded store behind the proxy every runtime holds (memory.stores.switchable)
+# "switchable": the embedded store behind the proxy every runtime holds (memory.stores.switchable), with a search
+# cache as the runtime's (memory.stores.point_cache); "edge" reads every payload from the engine
 BACKENDS = [pytest.param("edge", id="edge"), pytest.param("switchable", id="switchable"), *SERVER_BACKENDS]
 
 
@@ -78,7 +80,7 @@ class Location:
         if self.backend == "edge":
             store = EdgeVectorStore.open(self.path, model_id=model_id, dimension=dimension)
         elif self.backend == "switchable":
-            edge = EdgeVectorStore.open(self.path, model_id=model_id, dimension=dimension)
+            edge = EdgeVectorStore.open(self.path, model_id=model_id, dimension=dimension, cache_points=CACHE_POINTS)
             store = SwitchableStore(edge, model_id, dimension)
         else:
             self.client = self.client or new_client(self.backend)
