@@ -8,7 +8,9 @@ A `CpuMeter` is opened around a call (`run_metered`, by the gateway's tool bound
 - the engine's worker-thread hops: `run_sync` is `anyio.to_thread.run_sync` that adds the thread CPU time of the
   job in its worker thread to the meter of the call that asked for it (found through a context variable, which
   anyio copies into the worker). Every CPU-heavy hop of the engine goes through it (embedding, text analysis,
-  store queries, conflict decisions); outside a metered call it is plain `anyio.to_thread.run_sync`.
+  store writes, conflict decisions); outside a metered call it is plain `anyio.to_thread.run_sync`. What the
+  engine does on the event loop instead (a short query's analysis, a recall's searches on the embedded store) is
+  counted by the steps.
 
 A call that waits on another service (the LLM, a remote embedder) or on another call (a namespace lock it must
 queue for, another attempt's idempotency claim) spends no CPU meanwhile: `waiting_elsewhere` steps it out of its

@@ -47,23 +47,29 @@ def feedback_query(
     if weight <= 0 or not candidates:
         return None
     asked = set(query.indices)
-    document_frequency = Counter(chain.from_iterable([set(c.terms) for c in candidates]))  # counted in C
     pool = len(candidates)
+    # a candidate's terms are its keyword vector's indices, each once: a term's document frequency is the number
+    # of candidates holding it, counted only for the terms that are weighed (the asked ones and the feedback
+    # documents'), not for every term of every candidate
     if by_meaning:
+        held = [asked.intersection(c.terms) for c in candidates]  # the asked words each candidate holds
+        asked_frequency = Counter(chain.from_iterable(held))
         # each asked word's weight once, not once per candidate holding it
-        rarity = {t: math.log(1 + pool / document_frequency[t]) for t in asked if t in document_frequency}
-        relevance = {
-            c.memory.id: sum(rarity[t] for t in asked.intersection(c.terms)) * max(c.similarity, 0.0) ** 2
-            for c in candidates
-        }
+        rarity = {t: math.log(1 + pool / n) for t, n in asked_frequency.items()}
+        relevance = [
+            sum(rarity[t] for t in words) * max(c.similarity, 0.0) ** 2 if words else 0.0
+            for c, words in zip(candidates, held, strict=True)
+        ]
     else:
-        relevance = {c.memory.id: c.keyword for c in candidates}
-    relevant = sorted((c for c in candidates if relevance[c.memory.id] > 0), key=lambda c: -relevance[c.memory.id])
-    in_top = Counter(chain.from_iterable([set(c.terms) for c in relevant[:FEEDBACK_DOCUMENTS]]))
+        relevance = [c.keyword for c in candidates]
+    ranked = sorted((i for i, r in enumerate(relevance) if r > 0), key=lambda i: -relevance[i])
+    in_top = Counter(chain.from_iterable([set(candidates[i].terms) for i in ranked[:FEEDBACK_DOCUMENTS]]))
+    weighed = in_top.keys() - asked
+    frequency = Counter(chain.from_iterable([weighed.intersection(c.terms) for c in candidates]))
     rated = {
-        term: count * math.log(1 + pool / document_frequency[term])
+        term: count * math.log(1 + pool / frequency[term])
         for term, count in in_top.items()
-        if term not in asked and document_frequency[term] > 1  # a term only its own document holds finds nothing
+        if term not in asked and frequency[term] > 1  # a term only its own document holds finds nothing
     }
     added = sorted(rated, key=lambda term: (-rated[term], term))[:FEEDBACK_TERMS]
     if not added:
@@ -75,8 +81,11 @@ def with_feedback(first: Sequence[ScoredMemory], second: Sequence[ScoredMemory])
     """The candidates of a first search and of a keyword search, each once and with its term ids, scored by the
     keyword search's BM25 (0 for a candidate it did not return)."""
     keyword = {c.memory.id: c.keyword for c in second}
-    # built whole, not by `dataclasses.replace` (which inspects the fields every time: 75 candidates a recall)
-    merged = [ScoredMemory(c.memory, c.similarity, keyword.get(c.memory.id, 0.0), c.terms, c.vector) for c in first]
+    merged = []
+    for c in first:  # a candidate whose score does not change is kept as it is (they are immutable)
+        score = keyword.get(c.memory.id, 0.0)
+        # built whole, not by `dataclasses.replace` (which inspects the fields every time: 75 candidates a recall)
+        merged.append(c if score == c.keyword else ScoredMemory(c.memory, c.similarity, score, c.terms, c.vector))
     seen = {c.memory.id for c in first}
     merged += [c for c in second if c.memory.id not in seen]
     return merged

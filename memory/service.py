@@ -18,7 +18,6 @@ from dataclasses import replace
 
 import anyio
 
-from memory import cpu_meter
 from memory.access import AccessRecorder
 from memory.archive import archived_copy, is_live, restored_copy
 from memory.batch_writes import BatchResult, write_batch
@@ -33,7 +32,7 @@ from memory.linking import superseded_copy
 from memory.locking import InProcessNamespaceLocks
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, WriteOutcome
 from memory.pipeline import PipelineSettings, for_embedder
-from memory.pipeline.analysis import analyse_query
+from memory.pipeline.analysis import analysed_query
 from memory.ports import Embedder, ImportanceRater, ListQuery, NamespaceLocks, VectorStore
 from memory.ranking import select_hits
 from memory.recall import recall_filter, scored_hits, searched
@@ -135,8 +134,8 @@ class MemoryService:
         namespaces = self._namespaces(scope, request.namespaces)
         flt = recall_filter(request, self.limits, self.clock.now())
         vector = await self.embedder.embed_query(query)
-        # keywords and cues in a worker thread under a CPU budget (a skipped step: dense-only, neutral cues)
-        analysis = await cpu_meter.run_sync(analyse_query, query, self.keywords if self.hybrid else None)
+        # keywords and cues under a CPU budget (a skipped step: dense-only, neutral cues)
+        analysis = await analysed_query(query, self.keywords if self.hybrid else None)
         sparse = analysis.keywords
         # superseded memories are searched too: one that matches is answered by the memory that replaced it
         wide = replace(flt, include_superseded=True)

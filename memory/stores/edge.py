@@ -1,10 +1,12 @@
 """`EdgeVectorStore`: the embedded default, Qdrant's in-process Rust engine (`qdrant-edge-py`) on local disk.
 
 One shard per data directory, guarded by a lock file (the engine allows one process per directory). The model id
-and vector size are recorded beside the shard; opening it with another embedder is refused. Calls run in worker
-threads so the event loop never blocks on the engine; writes are serialised in-process so read-modify-write
-updates (access counts) do not race. `maintain()` builds indexes off the request path, and the keyword statistics
-(`memory.stores.keyword_stats`) that every write then keeps in the same worker job as its engine write.
+and vector size are recorded beside the shard; opening it with another embedder is refused. Writes, maintenance
+and reads of many pages run in worker threads; a recall's searches and reads by id on the calling thread (the
+engine holds the GIL throughout a call either way: `memory.stores.edge_search`); writes are serialised in-process
+so read-modify-write updates (access counts) do not race. `maintain()` builds indexes off the request path, and
+the keyword statistics (`memory.stores.keyword_stats`) that every write then keeps in the same worker job as its
+engine write.
 """
 
 from __future__ import annotations
@@ -230,9 +232,7 @@ class EdgeVectorStore(EdgeSearches):
     # -- reads -----------------------------------------------------------------------------------------------
     async def get(self, scope: NamespaceScope, memory_id: str) -> Memory | None:
         flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition({memory_id})])
-        records, _ = await self._run(
-            lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
-        )
+        records, _ = self._now(lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True)))
         return decode(records[0].id, records[0].payload) if records else None
 
     async def get_many(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> builtins.list[Memory]:
@@ -240,7 +240,7 @@ class EdgeVectorStore(EdgeSearches):
             return []
         ids = set(memory_ids)
         flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition(set(ids))])
-        records, _ = await self._run(
+        records, _ = self._now(
             lambda: self._shard.scroll(qe.ScrollRequest(limit=len(ids), filter=flt, with_payload=True))
         )
         return decode_all(records)

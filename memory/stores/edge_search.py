@@ -1,7 +1,14 @@
-"""The searches of `EdgeVectorStore` (`EdgeSearches`, its base: the store holds the shard; every engine call runs
-as a worker-thread job through `_run`): by meaning (`search`, `search_many`) and by keywords (BM25 with its IDF over
-the searched namespaces), each one worker job with its decoding, and without the namespace condition when it
-selects nothing the tenant condition does not (`memory.stores.edge_namespaces`).
+"""The searches of `EdgeVectorStore` (`EdgeSearches`, its base: the store holds the shard; an engine call runs
+through `_run`, as a worker-thread job, or `_now`, on the calling thread): by meaning (`search`, `search_many`) and
+by keywords (BM25 with its IDF over the searched namespaces), each one engine job with its decoding, and without
+the namespace condition when it selects nothing the tenant condition does not (`memory.stores.edge_namespaces`).
+
+A recall's searches and reads by id run on the calling thread (`_now`). The engine holds the GIL for the whole of a
+call (two threads querying one shard use 1.0 core of 2), so a worker thread frees nothing for the event loop while
+the engine works, and handing the job to it and its result back cost more CPU than the hop itself suggests (about
+0.7 ms per search: `MemoryService.recall` took 5.1-5.4 ms of CPU with its two searches in worker threads and
+3.7-3.8 ms with them inline, 1,000 memories, jemalloc, the same answers). Writes, maintenance and reads that walk
+many pages stay worker-thread jobs (`_run`).
 
 A search reads each point's getters once: the engine converts a point's id, payload and vectors to Python objects
 on every read of them (a dense vector: 256 floats).
@@ -48,6 +55,14 @@ T = TypeVar("T")
 Conditions = Mapping[tuple[str, ...], list[Any]]
 
 
+def engine_error(exc: Exception) -> Exception:
+    """What an exception raised by an engine job becomes: ours as they are, the engine's own (plain exceptions for
+    I/O and corruption) `BackendUnavailable`."""
+    if isinstance(exc, BackendUnavailable | NamespaceForbidden):
+        return exc
+    return BackendUnavailable(f"vector store error: {type(exc).__name__}")
+
+
 class EdgeSearches:
     _shard: Any
     _tenants: set[str]  # every tenant with a point in the shard (a superset)
@@ -59,14 +74,24 @@ class EdgeSearches:
 
     async def _run(self, fn: Callable[[], T]) -> T:
         """`fn` as a worker-thread job charged to the calling request; engine errors as `BackendUnavailable`."""
-        if self._closed:
-            raise BackendUnavailable("vector store is closed")
+        self._check_open()
         try:
             return await cpu_meter.run_sync(fn)
-        except (BackendUnavailable, NamespaceForbidden):
-            raise
-        except Exception as exc:  # the engine raises plain exceptions for I/O and corruption
-            raise BackendUnavailable(f"vector store error: {type(exc).__name__}") from exc
+        except Exception as exc:
+            raise engine_error(exc) from exc
+
+    def _now(self, fn: Callable[[], T]) -> T:
+        """`fn` on the calling thread (a recall's bounded reads: see the module docstring), charged to the calling
+        request by the step that runs it (`memory.cpu_meter`); engine errors as `BackendUnavailable`."""
+        self._check_open()
+        try:
+            return fn()
+        except Exception as exc:
+            raise engine_error(exc) from exc
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise BackendUnavailable("vector store is closed")
 
     async def search_many(
         self, scope: NamespaceScope, queries: Sequence[NearestQuery]
@@ -92,7 +117,7 @@ class EdgeSearches:
                 return [self._shard.query(requests[0])]
             return list(self._shard.query_batch(qe.QueryBatchRequest(requests)))
 
-        def query_and_decode() -> builtins.list[builtins.list[ScoredMemory]]:  # decoded in the worker thread too
+        def query_and_decode() -> builtins.list[builtins.list[ScoredMemory]]:  # one engine job with its decoding
             decoded: dict[str, Memory | None] = {}  # a memory near several queries is decoded once
             found: list[list[ScoredMemory]] = []
             for points in self._scoped(scope.tenant, in_scope, query):
@@ -106,7 +131,7 @@ class EdgeSearches:
                 found.append(hits)
             return found
 
-        return await self._run(query_and_decode)
+        return self._now(query_and_decode)
 
     async def search(
         self,
@@ -125,7 +150,7 @@ class EdgeSearches:
 
             cached = self._cache.enabled
 
-            def query_and_decode() -> list[ScoredMemory]:  # decoded in the worker thread too, off the event loop
+            def query_and_decode() -> list[ScoredMemory]:  # one engine job with its decoding
                 snapshot = self._cache.snapshot()  # before the engine reads (`point_cache`)
                 ids_only = cached and self._cache.warm  # the payloads of the few points the cache lacks read by id
 
@@ -177,7 +202,7 @@ class EdgeSearches:
                     if (point := held.get(point_id))
                 ]
 
-            return await self._run(query_and_decode)
+            return self._now(query_and_decode)
         depth = prefetch_limit(limit)
         terms = sparse  # narrowed: not None
 
@@ -200,7 +225,7 @@ class EdgeSearches:
     def _keywords(
         self, scope: NamespaceScope, in_scope: Sequence[Any], namespaces: tuple[str, ...], sparse: SparseVector
     ) -> tuple[qe.SparseVector, Any]:
-        """(In a worker thread.) A keyword query's vector and search params. Where the IDF is the corpus's
+        """(In an engine job.) A keyword query's vector and search params. Where the IDF is the corpus's
         (`_idf`) and the store keeps its statistics, the weights are scaled by the corpus's IDF and the engine,
         given `EMPTY_CORPUS`, counts nothing: the same scores within a few 1e-7 of their value, without walking the
         query terms' posting lists against the corpus (`KeywordStats.weighted`; `corpus_namespaces` is the
@@ -241,7 +266,7 @@ class EdgeSearches:
         """A keyword-only search that reads payloads and vectors only for the hits the caller does not hold."""
         statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
 
-        def query_then_fetch_new() -> list[ScoredMemory]:  # one worker-thread hop, the decoding in it too
+        def query_then_fetch_new() -> list[ScoredMemory]:  # one engine job, the decoding in it too
             snapshot = self._cache.snapshot()  # before the engine reads (`point_cache`)
             hits = [(str(p.id), float(p.score)) for p in self._scoped(scope.tenant, in_scope, query)]
             new = [hit_id for hit_id, _ in hits if hit_id not in known]
@@ -261,10 +286,10 @@ class EdgeSearches:
             self._cache.put(snapshot, read)
             return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
 
-        return await self._run(query_then_fetch_new)
+        return self._now(query_then_fetch_new)
 
     def _read_points(self, ids: Sequence[str]) -> list[tuple[str, Point]]:
-        """(In a worker thread.) Points read by id, with their keyword terms, for a dense search that asked the
+        """(In an engine job.) Points read by id, with their keyword terms, for a dense search that asked the
         engine for ids and scores only."""
         return [
             (str(record.id), Point(memory, terms_of(record.vector)))
@@ -273,7 +298,7 @@ class EdgeSearches:
         ]
 
     def _scoped(self, tenant: str, in_scope: Conditions, query: Callable[[Conditions], T]) -> T:
-        """(In a worker thread.) `query` given, for each searched namespaces' scope conditions in `in_scope`, the
+        """(In an engine job.) `query` given, for each searched namespaces' scope conditions in `in_scope`, the
         narrowest that select the same points (`_narrowest`); given `in_scope` itself, again, when a namespace of
         the tenant was added while it ran: a write racing it may have put a point it must not see where it looked."""
         narrowed = {key: self._narrowest(tenant, key, conditions) for key, conditions in in_scope.items()}

@@ -9,13 +9,14 @@ its engine shard to see the filter each query carries, or to land a write while 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import anyio.from_thread
+import anyio
 import pytest
 
 from memory.models import Memory
@@ -59,6 +60,23 @@ async def store(tmp_path: Path) -> AsyncIterator[EdgeVectorStore]:
     opened = EdgeVectorStore.open(tmp_path / "store", model_id=MODEL, dimension=DIM)
     yield opened
     await opened.close()
+
+
+def in_another_thread(work: Callable[[], object]) -> None:
+    """Run `work` in a new thread and wait for it; what it raises is raised here."""
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if failures:
+        raise failures[0]
 
 
 def recorded(store: EdgeVectorStore) -> Recorder:
@@ -177,8 +195,9 @@ async def test_a_write_into_a_new_namespace_landing_while_a_search_runs_is_not_l
     assert await contents(store, writer, ("user:1", "user:2")) == both("tea 1", "tea 2")
     recorder = recorded(store)
     landing = make_memory("team tea", tenant=acme, namespace="team:1")
-    # the search has left the condition out when the write lands, before its query reaches the engine
-    recorder.before_query = lambda: anyio.from_thread.run(put, store, writer, landing)
+    # the search has left the condition out when the write lands, before its query reaches the engine: written by
+    # another thread (a write's engine job runs in a worker thread while a search runs on the event loop)
+    recorder.before_query = lambda: in_another_thread(lambda: anyio.run(put, store, writer, landing))
     sparse = TEA if by == "keywords" else None
 
     hits = await store.search(writer, ("user:1", "user:2"), NEAR, 20, RecallFilter(now=NOW), sparse)

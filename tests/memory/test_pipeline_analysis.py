@@ -6,9 +6,11 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime
 
+import pytest
+
 from memory.embedders.sparse import Bm25Encoder
 from memory.pipeline import claims, density, expiry, importance
-from memory.pipeline.analysis import analyse_query, analyse_write
+from memory.pipeline.analysis import INLINE_QUERY_CHARS, analyse_query, analyse_write, analysed_query
 from memory.pipeline.budget import CpuBudget
 
 MONDAY = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)
@@ -84,6 +86,20 @@ def test_the_query_analysis_gives_the_keyword_vector_and_cues_and_skips_cues_las
     assert [s.step for s in starved.skipped] == ["keywords", "cues"]
     assert starved.keywords is None
     assert not starved.cues.asks_when and not starved.cues.words
+
+
+@pytest.mark.anyio
+async def test_a_query_is_analysed_alike_inline_when_short_and_in_a_worker_thread_when_long() -> None:
+    encoder = Bm25Encoder()
+    short = "When did Caroline move to Paris?"
+    long = " ".join([short] * (INLINE_QUERY_CHARS // len(short) + 1))
+
+    for text in (short, long):
+        got = await analysed_query(text, encoder)
+        assert got.keywords == encoder.query(text)
+        assert got.cues == analyse_query(text, encoder).cues
+        assert got.cues.asks_when and "caroline" in got.cues.words
+        assert got.skipped == ()
 
 
 def test_the_claims_of_a_text_whose_speaker_is_given_beside_it_are_that_speakers() -> None:
