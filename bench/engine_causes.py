@@ -236,7 +236,7 @@ class CauseProfile:
 
     def native_ms(self) -> float:
         """CPU ms per recall spent inside the engine's native code (any thread), its conversions to Python
-        objects aside: the part that runs outside the GIL and would move to a Qdrant server."""
+        objects aside: the part that would move to a Qdrant server (in process it holds the GIL too)."""
         total = 0.0
         for group in GROUPS:
             weights = sum(self.samples.get(group, Counter()).values())

@@ -360,10 +360,12 @@ def workers_section(results: Results) -> list[str]:
         "An estimate, not a measurement: the embedded engine cannot be shared by processes (qdrant-client's local "
         "mode and the edge shard lock their directory), so several gateway workers mean one Qdrant server. From "
         f"the {raw[0].clients} raw clients' window, the server's CPU per recall, split ({splits[0][1].source}): "
-        "E = the engine's native work (outside the GIL), P = the rest (the interpreter, its libraries, the "
-        "engine's conversions to Python objects: GIL-bound, one core at most per process). Then, on C cores:",
+        "E = the engine's native work, P = the rest (the interpreter, its libraries, the engine's conversions to "
+        "Python objects: GIL-bound, one core at most per process). The embedded engine holds the GIL for the whole "
+        "of a call (two threads querying one shard use 1.0 core of 2), so in one embedded process E is GIL-bound "
+        "too; in a Qdrant server it runs in that server's threads. Then, on C cores:",
         "",
-        "- one embedded process: min(1000 / P, C × 1000 / (P + E)) recalls/s;",
+        "- one embedded process: 1000 / (P + E) recalls/s, whatever C;",
         "- N gateway workers + one Qdrant server: min(N × 1000 / P, C × 1000 / (P + k × E)) recalls/s, where k is "
         "what the engine work costs in Qdrant plus the gRPC encoding on both sides relative to the embedded engine "
         "(not measured: k = 1 is an upper bound, k = 1.5 a guess). N = C here.",
@@ -378,7 +380,7 @@ def workers_section(results: Results) -> list[str]:
                     _f(split.python_ms),
                     _f(split.engine_ms),
                     str(cores),
-                    _f(one_process(split, cores), 0),
+                    _f(one_process(split), 0),
                     _f(worker_estimate(split, cores, cores, 1.0), 0),
                     _f(worker_estimate(split, cores, cores, 1.5), 0),
                 ]

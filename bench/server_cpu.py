@@ -154,7 +154,7 @@ class Split:
     """A loaded server's CPU per recall split by who spends it."""
 
     python_ms: float  # the GIL-bound part: the interpreter, its libraries, conversions to Python objects
-    engine_ms: float  # the engine's native work, outside the GIL
+    engine_ms: float  # the engine's native work (it holds the GIL in process; a Qdrant server's would not)
     source: str  # how the split was read
 
     @property
@@ -179,12 +179,12 @@ def split_of(window: Window, causes: engine_causes.CauseProfile | None = None) -
     return Split((1 - native) * total, native * total, "`/proc` CPU of the engine's own threads")
 
 
-def one_process(split: Split, cores: int) -> float:
-    """Recalls/s one embedded process can serve: its Python part holds one core at most (the GIL), the whole
-    recall needs `total_ms` of the machine's cores."""
-    if split.python_ms <= 0 or split.total_ms <= 0:
+def one_process(split: Split) -> float:
+    """Recalls/s one embedded process can serve: the embedded engine holds the GIL for the whole of a call (two
+    threads querying one shard use 1.0 core), so the whole recall, engine included, is bound to one core."""
+    if split.total_ms <= 0:
         return math.nan
-    return min(1000 / split.python_ms, cores * 1000 / split.total_ms)
+    return 1000 / split.total_ms
 
 
 def worker_estimate(split: Split, cores: int, workers: int, remote_factor: float = 1.0) -> float:

@@ -2,11 +2,11 @@
 
 One shard per data directory, guarded by a lock file (the engine allows one process per directory). The model id
 and vector size are recorded beside the shard; opening it with another embedder is refused. Writes, maintenance
-and reads of many pages run in worker threads; a recall's searches and reads by id on the calling thread (the
-engine holds the GIL throughout a call either way: `memory.stores.edge_search`); writes are serialised in-process
-so read-modify-write updates (access counts) do not race. `maintain()` builds indexes off the request path, and
-the keyword statistics (`memory.stores.keyword_stats`) that every write then keeps in the same worker job as its
-engine write.
+and reads of many pages run in worker threads; a recall's searches and reads by id of a few points on the calling
+thread (the engine holds the GIL throughout a call either way: `memory.stores.edge_search`). Writes are serialised
+in-process so read-modify-write updates (access counts) do not race. `maintain()` builds indexes off the request
+path, and the keyword statistics (`memory.stores.keyword_stats`) that every write then keeps in the same worker job
+as its engine write.
 """
 
 from __future__ import annotations
@@ -240,8 +240,8 @@ class EdgeVectorStore(EdgeSearches):
             return []
         ids = set(memory_ids)
         flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition(set(ids))])
-        records, _ = self._now(
-            lambda: self._shard.scroll(qe.ScrollRequest(limit=len(ids), filter=flt, with_payload=True))
+        records, _ = await self._read(
+            lambda: self._shard.scroll(qe.ScrollRequest(limit=len(ids), filter=flt, with_payload=True)), len(ids)
         )
         return decode_all(records)
 

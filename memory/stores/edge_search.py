@@ -3,12 +3,14 @@ through `_run`, as a worker-thread job, or `_now`, on the calling thread): by me
 by keywords (BM25 with its IDF over the searched namespaces), each one engine job with its decoding, and without
 the namespace condition when it selects nothing the tenant condition does not (`memory.stores.edge_namespaces`).
 
-A recall's searches and reads by id run on the calling thread (`_now`). The engine holds the GIL for the whole of a
-call (two threads querying one shard use 1.0 core of 2), so a worker thread frees nothing for the event loop while
-the engine works, and handing the job to it and its result back cost more CPU than the hop itself suggests (about
-0.7 ms per search: `MemoryService.recall` took 5.1-5.4 ms of CPU with its two searches in worker threads and
-3.7-3.8 ms with them inline, 1,000 memories, jemalloc, the same answers). Writes, maintenance and reads that walk
-many pages stay worker-thread jobs (`_run`).
+A recall's searches and reads by id of up to `INLINE_POINTS` points run on the calling thread (`_read`). The engine
+holds the GIL for the whole of a call (two threads querying one shard use 1.0 core of 2), so a worker thread frees
+nothing for the event loop while the engine works, and handing the job to it and its result back cost more CPU than
+the hop itself suggests (about 0.7 ms per search: `MemoryService.recall` took 5.1-5.4 ms of CPU with its two
+searches in worker threads and 3.7-3.8 ms with them inline, 1,000 memories, jemalloc, the same answers). A larger
+read (a recall for more than 37 hits, or a deployment asking for more candidates) stays a worker-thread job, as do
+writes, maintenance and reads of many pages (`_run`): there the event loop still gets the GIL every switch interval
+while the job decodes, so another tenant's call never waits behind the whole of it.
 
 A search reads each point's getters once: the engine converts a point's id, payload and vectors to Python objects
 on every read of them (a dense vector: 256 floats).
@@ -51,6 +53,9 @@ from memory.stores.payload import decode, recallable_statuses
 from memory.stores.point_cache import Point, PointCache, as_dense, recallable
 
 T = TypeVar("T")
+# a read of up to this many points (a search's limit, ids read) runs on the calling thread: a default recall's 75
+# candidates and keyword depth (`MemoryLimits.recall_candidates`), about 1-2 ms of CPU
+INLINE_POINTS = 80
 # the scope conditions (tenant, namespaces) of each searched tuple of namespaces
 Conditions = Mapping[tuple[str, ...], list[Any]]
 
@@ -88,6 +93,10 @@ class EdgeSearches:
             return fn()
         except Exception as exc:
             raise engine_error(exc) from exc
+
+    async def _read(self, fn: Callable[[], T], points: int) -> T:
+        """A read of about `points` points: `_now` when it is small (`INLINE_POINTS`), else `_run`."""
+        return self._now(fn) if points <= INLINE_POINTS else await self._run(fn)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -131,7 +140,7 @@ class EdgeSearches:
                 found.append(hits)
             return found
 
-        return self._now(query_and_decode)
+        return await self._read(query_and_decode, sum(query.limit for query in queries))
 
     async def search(
         self,
@@ -202,7 +211,7 @@ class EdgeSearches:
                     if (point := held.get(point_id))
                 ]
 
-            return self._now(query_and_decode)
+            return await self._read(query_and_decode, limit)
         depth = prefetch_limit(limit)
         terms = sparse  # narrowed: not None
 
@@ -220,7 +229,7 @@ class EdgeSearches:
             points: list[Any] = self._shard.query(request)
             return points
 
-        return await self._keyword_scores(scope, in_scope, keyword_query, flt, vector, known or {})
+        return await self._keyword_scores(scope, in_scope, keyword_query, depth, flt, vector, known or {})
 
     def _keywords(
         self, scope: NamespaceScope, in_scope: Sequence[Any], namespaces: tuple[str, ...], sparse: SparseVector
@@ -259,11 +268,13 @@ class EdgeSearches:
         scope: NamespaceScope,
         in_scope: Conditions,
         query: Callable[[Conditions], list[Any]],
+        depth: int,
         flt: RecallFilter,
         vector: Sequence[float],
         known: Mapping[str, ScoredMemory],
     ) -> list[ScoredMemory]:
-        """A keyword-only search that reads payloads and vectors only for the hits the caller does not hold."""
+        """A keyword-only search (of `depth` hits at most) that reads payloads and vectors only for the hits the
+        caller does not hold."""
         statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
 
         def query_then_fetch_new() -> list[ScoredMemory]:  # one engine job, the decoding in it too
@@ -286,7 +297,7 @@ class EdgeSearches:
             self._cache.put(snapshot, read)
             return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
 
-        return self._now(query_then_fetch_new)
+        return await self._read(query_then_fetch_new, depth)
 
     def _read_points(self, ids: Sequence[str]) -> list[tuple[str, Point]]:
         """(In an engine job.) Points read by id, with their keyword terms, for a dense search that asked the
