@@ -40,6 +40,8 @@ from tenancy import SCOPE_READ, SCOPE_WRITE, mint_token
 from tenancy.keys import SECRET_FILENAME, load_dev_secret
 
 QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")  # one INFO line per HTTP request otherwise
+# the MCP SDK logs "Terminating session: None" at INFO for every stateless request: a line per call of no use
+SERVE_QUIET_LOGGERS = ("mcp.server.streamable_http",)
 
 DEV_TENANT = "dev"
 DEV_SUBJECT = "dev-agent"
@@ -312,7 +314,8 @@ def log_level(args: argparse.Namespace) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(build_parser(), argv)
     level = log_level(args)
-    configure_logging(level, quiet=() if args.command == "serve" or level == "debug" else QUIET_LOGGERS)
+    quiet = () if level == "debug" else SERVE_QUIET_LOGGERS if args.command == "serve" else QUIET_LOGGERS
+    configure_logging(level, quiet=quiet)
     try:
         result: int = args.func(args)
     except SystemExit:

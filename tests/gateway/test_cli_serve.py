@@ -64,7 +64,13 @@ def server(tmp_path: Path) -> Iterator[dict[str, Any]]:
         output = log.read()
         token = re.search(r"dev token .*?\n\n  (\S+)\n", output, re.S)
         assert token, output
-        yield {"url": f"http://127.0.0.1:{port}/mcp", "token": token.group(1), "env": env, "output": output}
+        yield {
+            "url": f"http://127.0.0.1:{port}/mcp",
+            "token": token.group(1),
+            "env": env,
+            "output": output,
+            "log": tmp_path / "server.log",
+        }
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -91,6 +97,44 @@ async def test_the_printed_dev_token_can_call_every_tool_over_tcp(server: dict[s
     assert turn["turns"] == 1
     assert state["state"] == {"k": 1}
     assert session["turns"][0]["content"] == "hello"
+
+
+def logged_lines(log: Path, wanted: str, count: int, deadline_s: float = 30.0) -> list[str]:
+    """The server's log lines once `count` of them hold `wanted` (it writes a request's access line as it ends)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        lines = log.read_text().splitlines()
+        if sum(wanted in line for line in lines) >= count:
+            return lines
+        time.sleep(0.05)  # polling a child process's log, not a timing assumption
+    raise AssertionError(f"fewer than {count} log lines hold {wanted!r}")
+
+
+def rpc(method: str, params: dict[str, Any], call_id: int | None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params} | ({"id": call_id} if call_id is not None else {})
+
+
+async def test_a_served_call_logs_its_access_line_and_no_sdk_session_chatter(server: dict[str, Any]) -> None:
+    # plain JSON-RPC posts, as a client without an MCP SDK sends them (the SDK logged "Terminating session: None"
+    # at INFO for each of these calls)
+    headers = {"Authorization": f"Bearer {server['token']}", "Accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}
+        version = (await http.post(server["url"], json=rpc("initialize", hello, 1))).json()["result"]["protocolVersion"]
+        http.headers["Mcp-Protocol-Version"] = version
+        await http.post(server["url"], json=rpc("notifications/initialized", {}, None))
+        for call_id in range(2, 5):
+            answer = await http.post(
+                server["url"], json=rpc("tools/call", {"name": "whoami", "arguments": {}}, call_id)
+            )
+            assert answer.json()["result"]["structuredContent"]["tenant"] == "dev"
+        # a last request: its access line comes after the calls' own
+        assert (await http.get(server["url"].removesuffix("/mcp") + "/livez")).status_code == 200
+
+    lines = logged_lines(server["log"], '"GET /livez', 2)  # the fixture's readiness probe and this one
+
+    assert sum('"POST /mcp' in line for line in lines) == 5
+    assert not [line for line in lines if "Terminating session" in line]
 
 
 async def test_a_token_from_hindsight_token_is_accepted_by_the_server(server: dict[str, Any]) -> None:
