@@ -147,10 +147,7 @@ def register_tools(server: MCPServer) -> None:
             session = await call.runtime.sessions.get(call.scope, session_id, where)
         # a few hits' lines on the event loop (~0.1 ms for 8), where a worker-thread hop would cost more CPU than it
         # frees (memory.stores.edge_search); more in a worker thread (50 hits fitted to a budget: 3-6 ms)
-        if len(hits) <= INLINE_ANSWER_HITS:
-            answer = recall_answer(hits, view, session)
-        else:
-            answer = await cpu_meter.run_sync(recall_answer, hits, view, session)
+        answer = await cpu_meter.run_sync(recall_answer, hits, view, session, inline=len(hits) <= INLINE_ANSWER_HITS)
         call.say(answer.text)
         await log_recall(  # opted-in tenants only; never fails the recall
             call, query, answer.returned, namespaces=namespaces, top_k=top_k, kinds=kinds, tags=tags,

@@ -8,9 +8,9 @@ A `CpuMeter` is opened around a call (`run_metered`, by the gateway's tool bound
 - the engine's worker-thread hops: `run_sync` is `anyio.to_thread.run_sync` that adds the thread CPU time of the
   job in its worker thread to the meter of the call that asked for it (found through a context variable, which
   anyio copies into the worker). Every CPU-heavy hop of the engine goes through it (embedding, text analysis,
-  store writes, conflict decisions); outside a metered call it is plain `anyio.to_thread.run_sync`. What the
-  engine does on the event loop instead (a short query's analysis, a recall's searches on the embedded store) is
-  counted by the steps.
+  store writes, conflict decisions); outside a metered call it is plain `anyio.to_thread.run_sync`. Small work it
+  is asked to run `inline` (a short query's analysis, a recall's searches on the embedded store, a short answer)
+  runs on the event loop and is counted by the steps.
 
 A call that waits on another service (the LLM, a remote embedder) or on another call (a namespace lock it must
 queue for, another attempt's idempotency claim) spends no CPU meanwhile: `waiting_elsewhere` steps it out of its
@@ -132,8 +132,13 @@ async def waiting_elsewhere() -> AsyncIterator[None]:
         yield
 
 
-async def run_sync(fn: Callable[..., T], *args: Any, limiter: CapacityLimiter | None = None) -> T:
-    """`anyio.to_thread.run_sync(fn, *args)`, the job's thread CPU time added to the calling call's meter."""
+async def run_sync(fn: Callable[..., T], *args: Any, limiter: CapacityLimiter | None = None, inline: bool = False) -> T:
+    """`anyio.to_thread.run_sync(fn, *args)`, the job's thread CPU time added to the calling call's meter; or,
+    `inline`, `fn(*args)` on the calling thread, counted by the step that runs it: for small work that holds the GIL
+    throughout (the embedded engine's calls, pure Python), where a worker-thread hop would cost more CPU than it
+    frees (`memory.stores.edge_search`)."""
+    if inline:
+        return fn(*args)
     meter = current_meter()
     if meter is None:
         return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)

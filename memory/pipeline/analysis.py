@@ -172,6 +172,4 @@ def analyse_query(
 async def analysed_query(query: str, encoder: Bm25Encoder | None) -> QueryAnalysis:
     """`analyse_query` where it costs least: a short query inline (`INLINE_QUERY_CHARS`), a longer one in a
     worker thread charged to the calling request (`memory.cpu_meter`)."""
-    if len(query) <= INLINE_QUERY_CHARS:
-        return analyse_query(query, encoder)
-    return await cpu_meter.run_sync(analyse_query, query, encoder)
+    return await cpu_meter.run_sync(analyse_query, query, encoder, inline=len(query) <= INLINE_QUERY_CHARS)

@@ -232,7 +232,9 @@ class EdgeVectorStore(EdgeSearches):
     # -- reads -----------------------------------------------------------------------------------------------
     async def get(self, scope: NamespaceScope, memory_id: str) -> Memory | None:
         flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition({memory_id})])
-        records, _ = self._now(lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True)))
+        records, _ = await self._run(
+            lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True)), points=1
+        )
         return decode(records[0].id, records[0].payload) if records else None
 
     async def get_many(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> builtins.list[Memory]:
@@ -240,7 +242,7 @@ class EdgeVectorStore(EdgeSearches):
             return []
         ids = set(memory_ids)
         flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition(set(ids))])
-        records, _ = await self._read(
+        records, _ = await self._run(
             lambda: self._shard.scroll(qe.ScrollRequest(limit=len(ids), filter=flt, with_payload=True)), len(ids)
         )
         return decode_all(records)

@@ -1,9 +1,10 @@
 """The searches of `EdgeVectorStore` (`EdgeSearches`, its base: the store holds the shard; an engine call runs
-through `_run`, as a worker-thread job, or `_now`, on the calling thread): by meaning (`search`, `search_many`) and
-by keywords (BM25 with its IDF over the searched namespaces), each one engine job with its decoding, and without
-the namespace condition when it selects nothing the tenant condition does not (`memory.stores.edge_namespaces`).
+through `_run`, in a worker thread or, when it reads few points, on the calling thread): by meaning (`search`,
+`search_many`) and by keywords (BM25 with its IDF over the searched namespaces), each one engine job with its
+decoding, and without the namespace condition when it selects nothing the tenant condition does not
+(`memory.stores.edge_namespaces`).
 
-A recall's searches and reads by id of up to `INLINE_POINTS` points run on the calling thread (`_read`). The engine
+A recall's searches and reads by id of up to `INLINE_POINTS` points run on the calling thread. The engine
 holds the GIL for the whole of a call (two threads querying one shard use 1.0 core of 2), so a worker thread frees
 nothing for the event loop while the engine works, and handing the job to it and its result back cost more CPU than
 the hop itself suggests (about 0.7 ms per search: `MemoryService.recall` took 5.1-5.4 ms of CPU with its two
@@ -60,14 +61,6 @@ INLINE_POINTS = 80
 Conditions = Mapping[tuple[str, ...], list[Any]]
 
 
-def engine_error(exc: Exception) -> Exception:
-    """What an exception raised by an engine job becomes: ours as they are, the engine's own (plain exceptions for
-    I/O and corruption) `BackendUnavailable`."""
-    if isinstance(exc, BackendUnavailable | NamespaceForbidden):
-        return exc
-    return BackendUnavailable(f"vector store error: {type(exc).__name__}")
-
-
 class EdgeSearches:
     _shard: Any
     _tenants: set[str]  # every tenant with a point in the shard (a superset)
@@ -77,30 +70,18 @@ class EdgeSearches:
 
     _closed: bool
 
-    async def _run(self, fn: Callable[[], T]) -> T:
-        """`fn` as a worker-thread job charged to the calling request; engine errors as `BackendUnavailable`."""
-        self._check_open()
-        try:
-            return await cpu_meter.run_sync(fn)
-        except Exception as exc:
-            raise engine_error(exc) from exc
-
-    def _now(self, fn: Callable[[], T]) -> T:
-        """`fn` on the calling thread (a recall's bounded reads: see the module docstring), charged to the calling
-        request by the step that runs it (`memory.cpu_meter`); engine errors as `BackendUnavailable`."""
-        self._check_open()
-        try:
-            return fn()
-        except Exception as exc:
-            raise engine_error(exc) from exc
-
-    async def _read(self, fn: Callable[[], T], points: int) -> T:
-        """A read of about `points` points: `_now` when it is small (`INLINE_POINTS`), else `_run`."""
-        return self._now(fn) if points <= INLINE_POINTS else await self._run(fn)
-
-    def _check_open(self) -> None:
+    async def _run(self, fn: Callable[[], T], points: int | None = None) -> T:
+        """`fn` as a job charged to the calling request: a read of `points` points on the calling thread when they
+        are few (`INLINE_POINTS`, see the module docstring), anything else in a worker thread; engine errors as
+        `BackendUnavailable`."""
         if self._closed:
             raise BackendUnavailable("vector store is closed")
+        try:
+            return await cpu_meter.run_sync(fn, inline=points is not None and points <= INLINE_POINTS)
+        except (BackendUnavailable, NamespaceForbidden):
+            raise
+        except Exception as exc:  # the engine raises plain exceptions for I/O and corruption
+            raise BackendUnavailable(f"vector store error: {type(exc).__name__}") from exc
 
     async def search_many(
         self, scope: NamespaceScope, queries: Sequence[NearestQuery]
@@ -140,7 +121,7 @@ class EdgeSearches:
                 found.append(hits)
             return found
 
-        return await self._read(query_and_decode, sum(query.limit for query in queries))
+        return await self._run(query_and_decode, sum(query.limit for query in queries))
 
     async def search(
         self,
@@ -211,7 +192,7 @@ class EdgeSearches:
                     if (point := held.get(point_id))
                 ]
 
-            return await self._read(query_and_decode, limit)
+            return await self._run(query_and_decode, limit)
         depth = prefetch_limit(limit)
         terms = sparse  # narrowed: not None
 
@@ -297,7 +278,7 @@ class EdgeSearches:
             self._cache.put(snapshot, read)
             return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
 
-        return await self._read(query_then_fetch_new, depth)
+        return await self._run(query_then_fetch_new, depth)
 
     def _read_points(self, ids: Sequence[str]) -> list[tuple[str, Point]]:
         """(In an engine job.) Points read by id, with their keyword terms, for a dense search that asked the
