@@ -38,6 +38,7 @@ import anyio.to_thread
 
 from bench import (
     answer_size,
+    as_of,
     budget,
     consolidation_quality,
     corpus,
@@ -337,6 +338,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("extracted facts beside raw turns: recall of the evidence, English and Chinese", extraction_quality),
     ("consolidation: semantic memories, hobby coverage and LoCoMo recall beside them", consolidation_quality),
     ("recall candidates: LoCoMo and MemoryBank quality and CPU per recall at each depth", recall_depth),
+    ("recall as of a date: labelled update questions, English and Chinese", as_of),
 )
 
 

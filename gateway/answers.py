@@ -72,6 +72,7 @@ class Cited(TypedDict):
     when: Annotated[Instant, Field(description="When it happened or was said (occurred_at, else when written).")]
     score: Annotated[float, Field(description="What the memories are ranked by (to three decimals).")]
     via: NotRequired[Annotated[str, Field(description="The superseded memory the query matched; this replaced it.")]]
+    valid_to: NotRequired[Annotated[Instant, Field(description="Replaced then by a newer memory (valid from when).")]]
     passed_plan: NotRequired[Annotated[bool, Field(description="A plan whose day has passed: history.")]]
     archived: NotRequired[
         Annotated[bool, Field(description="From the archive (include_archived); restore_memory brings it back.")]

@@ -168,6 +168,7 @@ def bounds(limits: EngineLimits) -> dict[str, dict[str, Any]]:
         "occurred_at": instant,
         "since": instant,
         "until": instant,
+        "as_of": instant,
         "records": {"maxItems": MAX_IMPORT_BATCH},
         "items": {"maxItems": limits.max_batch_items},
     }

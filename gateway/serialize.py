@@ -69,6 +69,8 @@ def cited_json(hit: RecallHit, *, explain: bool = False) -> Cited:
     }
     if hit.via is not None:
         body["via"] = hit.via  # the query matched this superseded memory; this hit is what replaced it
+    if hit.valid_to is not None:  # superseded since (as_of, include_superseded): valid from `when` until then
+        body["valid_to"] = iso(hit.valid_to.replace(microsecond=0))
     if memory.archived_at is not None:
         body["archived"] = True  # from the archive (include_archived): restore_memory puts it back
     if "passed_plan" in hit.scores.cues:

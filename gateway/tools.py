@@ -112,6 +112,7 @@ def register_tools(server: MCPServer) -> None:
         token_budget: Annotated[int | None, Field(description="Max tokens of the text answered.")] = None,
         include_superseded: bool = False,
         include_archived: bool = False,
+        as_of: str | None = None,
         detail: Annotated[Detail, Field(description="full: every field (ids too), as JSON.")] = "lean",
         explain: bool = False,
         format: Format = "memories",
@@ -138,6 +139,7 @@ def register_tools(server: MCPServer) -> None:
                 token_budget=view.token_budget,
                 include_superseded=include_superseded,
                 include_archived=include_archived,
+                as_of=parse_instant(as_of, "as_of"),
                 explain=explain,
             ),
         )
@@ -184,6 +186,7 @@ def register_tools(server: MCPServer) -> None:
         hidden: Literal["expired", "superseded", "merged", "forgotten", "passed", "archived"] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        history_of: Annotated[str | None, Field(description="Versions of this id")] = None,
     ) -> ListAnswer:
         """Page through stored memories, oldest first."""
         call = current_call()
@@ -196,6 +199,7 @@ def register_tools(server: MCPServer) -> None:
                 limit=limit,
                 cursor=cursor,
                 hidden=hidden,
+                history_of=history_of,
             ),
         )
         return {"memories": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}

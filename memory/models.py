@@ -108,6 +108,9 @@ class RecallHit:
     memory: Memory
     scores: ScoreParts
     via: str | None = None  # the superseded memory the query matched, when this hit is the one that replaced it
+    # when a newer memory replaced this one (its successor's `created_at`): the end of the time it was valid,
+    # known for a superseded memory a recall answers (`as_of`, `include_superseded`); it was valid from `created_at`
+    valid_to: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """The recall path's steps around the store: the checked filter of a `RecallRequest`, the two searches that find
 the candidates, the candidates turned into scored hits (a superseded match answered by the memory that replaced
 it). What a caller may see of the links a hit carries is `memory.visibility`. `MemoryService.recall` strings them
-together."""
+together. Recall as of an instant (`as_of`) answers with the versions valid then (`memory.versions`): memories
+written no later, a superseded one answered when its successor came after that instant."""
 
 from __future__ import annotations
 
@@ -11,15 +12,14 @@ from datetime import datetime
 from memory.cues import QueryCues
 from memory.errors import InvalidArgument
 from memory.feedback import feedback_query, with_feedback
-from memory.models import Memory, RecallHit
+from memory.models import RecallHit
 from memory.ports import RecallFilter, ScoredMemory, SparseVector, VectorStore
-from memory.ranking import conversation_relevance, cue_relevance, hybrid_relevance, passes_filter
+from memory.ranking import conversation_relevance, cue_relevance, hybrid_relevance
 from memory.requests import RecallRequest
 from memory.scope import NamespaceScope
 from memory.scoring import ScoringWeights, score
 from memory.validation import EngineLimits, check_kind, check_session_id, check_tags, check_token_budget
-
-MAX_SUPERSESSION_HOPS = 8
+from memory.versions import current_versions
 
 
 def recall_filter(request: RecallRequest, limits: EngineLimits, now: datetime) -> RecallFilter:
@@ -28,17 +28,21 @@ def recall_filter(request: RecallRequest, limits: EngineLimits, now: datetime) -
     tags = tuple(check_tags(request.tags, limits)) or None
     session_id = check_session_id(request.session_id)
     check_token_budget(request.token_budget, limits)
-    if request.since and request.until and request.since > request.until:
-        raise InvalidArgument("since must not be later than until")
+    until = request.until
+    if request.as_of is not None:
+        until = request.as_of if until is None else min(until, request.as_of)
+    if request.since and until and request.since > until:
+        raise InvalidArgument("since must not be later than until" + (" or as_of" if request.as_of else ""))
     return RecallFilter(
         now=now,
         kinds=kinds,
         tags=tags,
         session_id=session_id,
         since=request.since,
-        until=request.until,
+        until=until,
         include_superseded=bool(request.include_superseded),
         include_archived=bool(request.include_archived),
+        as_of=request.as_of,
     )
 
 
@@ -118,16 +122,17 @@ async def scored_hits(
         question=weights.question,
         notes=notes,
     )
-    successors = {} if flt.include_superseded else await current_versions(store, scope, memories, namespaces, flt)
+    versions = await current_versions(store, scope, memories, namespaces, flt)
     hits: list[RecallHit] = []
     seen: set[str] = set()
     for candidate, similarity, cues in zip(candidates, relevance, notes, strict=True):
         memory, via = candidate.memory, None
         if memory.superseded_by is not None and not flt.include_superseded:
-            current = successors.get(memory.id)
+            current = versions.current.get(memory.id)
             if current is None:
                 continue
-            memory, via = current, candidate.memory.id
+            if current.id != memory.id:
+                memory, via = current, candidate.memory.id
         if memory.id in seen:
             continue
         seen.add(memory.id)
@@ -135,42 +140,12 @@ async def scored_hits(
         parts = score(
             memory,
             similarity,
-            flt.now,
+            flt.as_of or flt.now,  # recency as seen then
             weights,
             dense_similarity=candidate.similarity if own else None,
             keyword=candidate.keyword if own else None,
             cues=tuple(cues) if own else (),
         )
-        hits.append(RecallHit(memory, parts, via))
+        hits.append(RecallHit(memory, parts, via, versions.ends.get(memory.id)))
     hits.sort(key=lambda h: h.scores.score, reverse=True)
     return hits
-
-
-async def current_versions(
-    store: VectorStore,
-    scope: NamespaceScope,
-    memories: Sequence[Memory],
-    namespaces: tuple[str, ...],
-    flt: RecallFilter,
-) -> dict[str, Memory]:
-    """For each superseded memory, by id, the live memory at the end of its supersession chain if it passes the
-    recall's filters (none if the chain ends in a deleted, unreadable or filtered-out one). One store read per
-    hop for all the chains together."""
-    at = {m.id: m for m in memories if m.superseded_by is not None}  # each chain's memory so far
-    current: dict[str, Memory] = {}
-    for _ in range(MAX_SUPERSESSION_HOPS):
-        if not at:
-            break
-        wanted = sorted({m.superseded_by for m in at.values() if m.superseded_by is not None})
-        found = {m.id: m for m in await store.get_many(scope, wanted)}
-        following: dict[str, Memory] = {}
-        for start, memory in at.items():
-            successor = found.get(memory.superseded_by or "")
-            if successor is None or successor.deleted_at is not None:
-                continue
-            if successor.superseded_by is not None:
-                following[start] = successor
-            elif passes_filter(successor, namespaces, flt):
-                current[start] = successor
-        at = following
-    return current

@@ -47,6 +47,7 @@ from memory.validation import (
     recall_depth,
 )
 from memory.values import check_text
+from memory.versions import history
 from memory.visibility import as_seen_by
 from memory.writes import MemoryWriter
 
@@ -244,6 +245,12 @@ class MemoryService:
         return await self.store.purge(scope, validate_namespace(namespace))
 
     async def list(self, scope: NamespaceScope, request: ListRequest) -> MemoryPage:
+        if request.history_of is not None:
+            if request.cursor is not None or request.hidden is not None:
+                raise InvalidArgument("history_of lists one memory's versions: no cursor or hidden with it")
+            memory = await self.get(scope, request.history_of)
+            versions = await history(self.store, scope, memory, include_deleted=bool(request.include_deleted))
+            return MemoryPage(await as_seen_by(self.store, scope, versions), None)
         namespaces = scope.read_targets(None if request.namespace is None else [request.namespace])
         kind: MemoryKind | None = None if request.kind is None else check_kind(request.kind)
         limit = check_limit(request.limit, self.limits)

@@ -11,7 +11,8 @@ it is the score the memories are ranked by, to two decimals; the day is when the
 when it was written; UTC) and heads each run of lines that share it, with the namespace when the memories span several.
 The lines open with a header naming their order (`HEADERS`) when they follow the session's lines of a context block, or
 are several not in order of relevance. What a model can use of a hit's flags follows the score: `(past plan)` for a plan
-whose day has passed, `(archived)` for a memory found in the archive. A memory's text is on one line; one cut to fit a
+whose day has passed, `(archived)` for a memory found in the archive, `(until 2 April 2026)` for one a newer memory
+replaced that day (a recall `as_of`, or with superseded memories). A memory's text is on one line; one cut to fit a
 token budget ends with `CUT_MARK`. Beyond its own words a memory costs about 5 tokens here, 11 when it opens a day.
 """
 
@@ -64,6 +65,9 @@ def flags(hit: RecallHit) -> str:
         marks.append("(past plan) ")
     if hit.memory.archived_at is not None:
         marks.append("(archived) ")
+    if hit.valid_to is not None:
+        at = hit.valid_to.astimezone(UTC)
+        marks.append(f"(until {at.day} {at:%B %Y}) ")
     return "".join(marks)
 
 

@@ -229,12 +229,12 @@ async def test_the_bounds_follow_the_configured_limits(settings: Settings, mint:
         tools = await schemas(client)
     assert tools["write_memory"].input_schema["properties"]["content"]["maxLength"] == 500
     assert tools["recall_memory"].input_schema["properties"]["top_k"]["maximum"] == 20
-    assert json.dumps(tools["recall_memory"].input_schema).count('"format": "date-time"') == 2  # since, until
+    assert json.dumps(tools["recall_memory"].input_schema).count('"format": "date-time"') == 3  # since, until, as_of
 
 
 # What the tool definitions a read/write token lists may cost an agent, which pays for them in its context on
 # every turn (issue #30): each tool's name, description and inputSchema as JSON, in cl100k tokens (outputSchema
-# aside; 6,897 before issue #30, 1,958 after; docs/TOOLS.md is the manual).
+# aside; 6,897 before issue #30, 1,958 after, 2,000 with as_of and history_of (#34); docs/TOOLS.md is the manual).
 TOOL_LIST_BUDGET = 2_000
 
 
