@@ -53,6 +53,7 @@ from bench import (
     isolation,
     recall_depth,
     server_cpu,
+    zh_assistant,
 )
 from bench.config import (
     Config,
@@ -339,6 +340,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("consolidation: semantic memories, hobby coverage and LoCoMo recall beside them", consolidation_quality),
     ("recall candidates: LoCoMo and MemoryBank quality and CPU per recall at each depth", recall_depth),
     ("recall as of a date: labelled update questions, English and Chinese", as_of),
+    ("Chinese personal-assistant questions: the engine beside BM25, dev and blind", zh_assistant),
 )
 
 
