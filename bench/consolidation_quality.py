@@ -42,7 +42,7 @@ from bench.decision_set import DATASETS
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
 from bench.stats import paired_bootstrap_interval
-from gateway.runtime import open_runtime
+from gateway.assembly import open_runtime
 from memory.clock import ManualClock
 from memory.consolidation import consolidate
 from memory.evaluation import locomo, memorybank

@@ -43,7 +43,7 @@ from bench.decision_set import DATASETS
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
 from bench.stats import paired_bootstrap_interval
-from gateway.runtime import open_runtime
+from gateway.assembly import open_runtime
 from memory.clock import ManualClock
 from memory.evaluation import locomo, memorybank
 from memory.evaluation.formats import OCCURRED_AT_ONLY, PLAIN, TurnFormat

@@ -28,7 +28,7 @@ from bench.decision_set import DATASETS
 from bench.inprocess import bulk_load
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
-from gateway.runtime import open_runtime
+from gateway.assembly import open_runtime
 from memory.clock import ManualClock
 from memory.evaluation import locomo, memorybank
 from memory.evaluation.formats import BY_NAME

@@ -83,7 +83,7 @@ from bench.procinfo import allocator, disk_bytes, load_average, machine_info, th
 from bench.profile_stage import profile_stage
 from bench.server import REPO
 from gateway import eval_memorybank
-from gateway.runtime import open_runtime
+from gateway.assembly import open_runtime
 from memory.evaluation.report import BEGIN as EVAL_BEGIN
 from memory.evaluation.report import END as EVAL_END
 from memory.evaluation.report import write_between

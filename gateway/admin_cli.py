@@ -200,8 +200,8 @@ async def purge_namespace(args: argparse.Namespace) -> int:
 async def maintain(args: argparse.Namespace) -> int:
     """One maintenance pass (expiry, eviction, consolidation; idle sessions ended and extracted, old events
     dropped) on the data directory of these settings."""
+    from gateway.assembly import open_runtime
     from gateway.maintenance import maintain_all, sweep_sessions
-    from gateway.runtime import open_runtime
 
     settings = direct_settings("stop it first; a running server maintains its data directory itself")
     async with open_runtime(settings) as runtime:

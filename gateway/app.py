@@ -23,6 +23,7 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
 from gateway import fairness
+from gateway.assembly import open_runtime
 from gateway.background import Supervisor
 from gateway.debug import debug_routes
 from gateway.http import (
@@ -40,7 +41,7 @@ from gateway.mcp_server import build_mcp_server
 from gateway.observability import HttpRequestMetrics, Telemetry, TraceContextMiddleware, TracedTokenVerifier
 from gateway.rate_limit_gate import CallFacts, InvalidRequestGuard, RateLimitGate
 from gateway.refusals import RefusalLimiter
-from gateway.runtime import engine_limits, open_runtime
+from gateway.runtime import engine_limits
 from gateway.tool_support import RuntimeHolder
 from memory.clock import Clock
 from memory.stores.payload import skipped_payloads

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from gateway.cli_errors import CommandFailed, ToolFailed, UsageError, describe, http_client, tool_body
-from gateway.eval_cli import EVAL_SECRET, in_process, quiet_logging
+from gateway.eval_target import EVAL_SECRET, in_process, quiet_logging
 from gateway.progress import Progress
 from gateway.runtime import scoring_weights
 from memory.evaluation.case_report import CaseRun, CasesReport, best_first, render, report_json

@@ -15,43 +15,35 @@ The data sets are not part of hindsight (docs/EVALUATION.md): LoCoMo from `LOCOM
 from __future__ import annotations
 
 import argparse
-import logging
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from gateway import eval_memorybank
-from gateway.app import create_app
-from gateway.cli_errors import UsageError, http_client, tool_body
+from gateway.assembly import open_runtime
+from gateway.cli_errors import UsageError, tool_body
+from gateway.eval_cases import add_cases_command
 from gateway.eval_mcp import McpEvaluation
+from gateway.eval_target import eval_settings, in_process, quiet_logging, remote
 from gateway.progress import Progress
-from gateway.runtime import Runtime, open_embedder, open_runtime
 from memory.clock import ManualClock
-from memory.embedders import RemoteEmbedder
 from memory.evaluation import locomo, memorybank
 from memory.evaluation.formats import BY_NAME, FORMATS, TurnFormat
 from memory.evaluation.report import render, write_between, write_section
 from memory.evaluation.results import EvalReport
 from memory.evaluation.runner import default_grid, evaluate
-from memory.ports import Embedder
 from ops.config import Settings
-from tenancy import Principal, mint_token, scope_for
+from tenancy import Principal, scope_for
 from tenancy.principal import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE
 
-LOCAL_URL = "http://127.0.0.1:8080"
 LOCOMO_SOURCE = "https://github.com/snap-research/locomo"
-EVAL_SECRET = "hindsight-eval-" + "0" * 32  # signs the in-process run's own token; nothing else accepts it
 
 
 def locomo_file(data: str) -> Path:
@@ -77,51 +69,6 @@ def _commit() -> str:
         return out.stdout.strip() or "unknown"
     except OSError:
         return "unknown"
-
-
-def eval_settings(data_dir: Path) -> Settings:
-    """The in-process gateway's settings: the environment's engine choices (embedder, weights), on its own data
-    directory, with nothing that would throttle or change memories behind the evaluation's back."""
-    return Settings(
-        _env_file=None,
-        data_dir=data_dir,
-        jwt_secret=EVAL_SECRET,
-        rate_limit_enabled=False,
-        memory_maintenance_interval_seconds=0,
-        maintenance_interval_seconds=3600,
-    )
-
-
-@dataclass
-class Target:
-    client: Client
-    embedder: Embedder
-    where: str
-    run_tag: str
-
-
-@asynccontextmanager
-async def in_process(settings: Settings) -> AsyncIterator[Target]:
-    app = create_app(settings)
-    token = mint_token(EVAL_SECRET, tenant="eval", subject="locomo-eval", read=[], write=[], admin=True)
-    async with app.router.lifespan_context(app):
-        runtime: Runtime = app.state.runtime
-        http = http_client(token, transport=httpx2.ASGITransport(app=app), base_url=LOCAL_URL)
-        async with http, Client(streamable_http_client(f"{LOCAL_URL}/mcp", http_client=http)) as client:
-            where = "`create_app(settings)` in this process, over an in-process ASGI transport"
-            yield Target(client, runtime.embedder, where, "eval")
-
-
-@asynccontextmanager
-async def remote(url: str, token: str, settings: Settings) -> AsyncIterator[Target]:
-    embedder = await open_embedder(settings)  # the dense baseline's: set HINDSIGHT_EMBEDDER like the gateway's
-    http = http_client(token, timeout=60.0)
-    try:
-        async with http, Client(streamable_http_client(url, http_client=http)) as client:
-            yield Target(client, embedder, f"the gateway at {url}", f"{datetime.now(UTC):%Y%m%d%H%M%S}")
-    finally:
-        if isinstance(embedder, RemoteEmbedder):
-            await embedder.close()
 
 
 def _nothing() -> None:
@@ -283,20 +230,7 @@ def add_eval_commands(sub: Any) -> None:
     )
     loco.set_defaults(func=_run)
     eval_memorybank.add_memorybank_command(which, _run_memorybank)
-    from gateway.eval_cases import add_cases_command  # it runs on this module's in-process target
-
     add_cases_command(which)
-
-
-def quiet_logging() -> None:
-    """wordllama calls `logging.basicConfig(level=INFO)` on import (a no-op: `hindsight` configured JSON logs
-    first); the level goes to WARNING so that every MCP request of the run does not log an audit line (and get
-    timed doing it), unless the run asks for debug logs."""
-    import wordllama  # noqa: F401
-
-    root = logging.getLogger()
-    if root.level > logging.DEBUG:
-        root.setLevel(logging.WARNING)
 
 
 def _run_memorybank(args: argparse.Namespace) -> int:

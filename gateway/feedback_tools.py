@@ -9,17 +9,16 @@ first call and neither bumps nor counts again. Without one, each call is a new r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
+from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
 
 from gateway.tool_support import current_call
 from memory.feedback_use import record_use
-
-if TYPE_CHECKING:
-    from gateway.mcp_server import GatewayMCPServer
+from ops.metrics import Metrics
 
 REPORTS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
@@ -29,9 +28,7 @@ class FeedbackAnswer(TypedDict):
     unused: Annotated[int, Field(description="Distinct memories recorded as recalled but not used.")]
 
 
-def register_feedback_tools(server: GatewayMCPServer) -> None:
-    metrics = server.boundary.telemetry.metrics
-
+def register_feedback_tools(server: MCPServer, metrics: Metrics) -> None:
     @server.tool(annotations=REPORTS)
     async def feedback(
         used: list[str] | None = None,  # ids; the engine checks them (memory.feedback_use)

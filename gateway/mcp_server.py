@@ -111,7 +111,7 @@ def build_mcp_server(holder: RuntimeHolder, telemetry: Telemetry, limits: Engine
     )
     register_tools(server)
     register_batch_tools(server)
-    register_feedback_tools(server)
+    register_feedback_tools(server, telemetry.metrics)
     register_session_tools(server)
     register_admin_tools(server)
     register_debug_tools(server)

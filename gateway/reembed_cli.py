@@ -73,7 +73,7 @@ async def _online(args: argparse.Namespace, action: str) -> int:
 
 
 async def _offline(args: argparse.Namespace, action: str) -> int:
-    from gateway.runtime import open_runtime
+    from gateway.assembly import open_runtime
 
     settings = direct_settings("use --url and --token to migrate inside the running gateway")
     async with open_runtime(settings) as runtime:

@@ -19,7 +19,8 @@ from mcp import Client
 from starlette.applications import Starlette
 
 from gateway.app import create_app
-from gateway.runtime import Runtime, open_runtime
+from gateway.assembly import open_runtime
+from gateway.runtime import Runtime
 from memory.clock import ManualClock
 from memory.errors import StoreConfigMismatch
 from memory.stores.active_index import POINTER_FILE, index_directory
