@@ -1,7 +1,8 @@
 """The one error table, and the one place where errors become MCP tool errors and HTTP answers.
 
-Every error has a stable `code` (DESIGN §5) and one row in `ERRORS`: its HTTP status, its JSON-RPC error
-code, whether a retry may succeed, and, for 401/403, the RFC 6750 `error` of the `WWW-Authenticate` challenge.
+Every error has a stable `code` (docs/TOOLS.md § "Conventions shared by every tool") and one row in `ERRORS`: its HTTP
+status, its JSON-RPC error code, whether a retry may succeed, and, for 401/403, the RFC 6750 `error` of the
+`WWW-Authenticate` challenge.
 
 - A tool that fails answers a tool error (`ToolFailure.to_result`): HTTP 200, `isError: true` and one text
   content, the compact JSON `{"error":{"code":...,"message":...,"retryable":...}}`, and no structured content:

@@ -1,4 +1,5 @@
-"""`hindsight eval locomo --data PATH`: the recall-quality evaluation of DESIGN §7 from the command line.
+"""`hindsight eval locomo --data PATH`: the recall-quality evaluation from the command line (what it measures:
+docs/EVALUATION.md § "Which command gives which figure").
 
 By default it starts `create_app(settings)` in this process (a temporary data directory, so nothing of a real
 deployment is touched; rate limits off; memory maintenance off, since recall already hides what maintenance

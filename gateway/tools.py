@@ -1,5 +1,5 @@
-"""The MCP tools of DESIGN §5. Names, arguments and answers (`gateway.answers`) are a contract: clients and
-tests depend on them.
+"""The MCP tools (docs/TOOLS.md § "The MCP tools: reference"). Names, arguments and answers (`gateway.answers`) are a
+contract: clients and tests depend on them.
 
 Each tool only translates its arguments into an engine request and the engine's answer into JSON; scopes,
 idempotency, audit, metrics and errors are the boundary's (`gateway.tool_support`), validation the engine's and

@@ -1,4 +1,5 @@
-"""Drafts: a write request checked and read by the text rules, before anything is stored (DESIGN §3, steps 1-5).
+"""Drafts: a write request checked and read by the text rules, before anything is stored
+(docs/DESIGN.md § "The write path", steps 1-5).
 
 `new_draft` checks the request and builds the memory it would store (reads nothing); `analysis_job` is the text
 rules' work for a worker thread under a CPU budget; `drafted` applies what they found (expiry note, importance by

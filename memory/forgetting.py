@@ -1,6 +1,6 @@
-"""Forgetting (DESIGN §4): TTL expiry, archiving of idle memories and capacity eviction per namespace, run by the
-maintenance scheduler off the request path. Nothing here deletes what cannot be restored: expiry is a soft delete
-with a reason, archiving and eviction move memories to the archive (`memory.archive`).
+"""Forgetting (docs/DESIGN.md § "The write path"): TTL expiry, archiving of idle memories and capacity eviction per
+namespace, run by the maintenance scheduler off the request path. Nothing here deletes what cannot be restored: expiry
+is a soft delete with a reason, archiving and eviction move memories to the archive (`memory.archive`).
 
 Archiving moves the live memories that are old and rarely used (`ArchivePolicy`) to the archive. Eviction keeps
 each namespace under its capacity of live memories (episodic 10 000, semantic 1 000 by default) by archiving the

@@ -38,7 +38,8 @@ class Source:
 
 @dataclass(slots=True)
 class Memory:
-    """One stored memory, with every field of DESIGN §4."""
+    """One stored memory, with every field of the memory model
+    (docs/MEMORY.md § "How memories are written and recalled")."""
 
     id: str
     tenant: str

@@ -1,4 +1,5 @@
-"""Exact repeats (DESIGN §3, step 2): what a write answers when its text is already stored in its namespace.
+"""Exact repeats (docs/DESIGN.md § "The write path", step 2): what a write answers when its text is already stored in
+its namespace.
 
 The stored memories with the write's content hash are read in one `VectorStore.find_by_hashes` call (a batch
 reads those of all its items at once); `repeat_of` decides from them alone. First, whatever the write's flags

@@ -1,4 +1,4 @@
-"""The recall score: `a·similarity + b·recency + c·importance + d·access_frequency` (DESIGN §4)."""
+"""The recall score: `a·similarity + b·recency + c·importance + d·access_frequency` (docs/DESIGN.md § "Recall")."""
 
 from __future__ import annotations
 

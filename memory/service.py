@@ -1,9 +1,9 @@
 """`MemoryService`: the engine's episodic and semantic memory operations, each under a `NamespaceScope`.
 
-Write: `memory.writes` (validate, skip exact repeats, the write pipeline of DESIGN §4, embed, then under the
-namespace's write lock conflict detection and one batch with linked copies, completed by `memory.linking`).
-Forget and restore take the same lock, so an origin and its copies never disagree. Archive moves one memory out
-of the dense index (`memory.archive`); restore brings it back, embedded again.
+Write: `memory.writes` (validate, skip exact repeats, the write pipeline of docs/DESIGN.md § "The write path", embed,
+then under the namespace's write lock conflict detection and one batch with linked copies, completed by
+`memory.linking`). Forget and restore take the same lock, so an origin and its copies never disagree. Archive moves one
+memory out of the dense index (`memory.archive`); restore brings it back, embedded again.
 Recall: two scoped searches over every target namespace (by meaning, then by keywords expanded by what the first
 found: pseudo-relevance feedback, `memory.recall.searched`), the scores fused into a relevance lifted by cues read
 from the text (`memory.cues`: the speaker the query names, a time for a "when" query) and by conversation context

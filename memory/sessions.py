@@ -1,4 +1,5 @@
-"""`SessionService`: working memory (DESIGN §4): a session's state object and its window of recent turns.
+"""`SessionService`: working memory (docs/TOOLS.md § "Working memory"): a session's state object and its window of
+recent turns.
 
 Turns that fall out of the window are extracted into episodic memory through the normal write path, so they
 stay recallable after the session's TTL runs out.

@@ -1,5 +1,5 @@
-"""Under the namespace's write lock (DESIGN §3, steps 6-7): the conflict candidates of a draft, the decision
-between create, update in place and supersession, and the store of the memory with its copies and links.
+"""Under the namespace's write lock (docs/DESIGN.md § "The write path", steps 6-7): the conflict candidates of a draft,
+the decision between create, update in place and supersession, and the store of the memory with its copies and links.
 
 Candidates are the live memories of the namespace and kind nearest to what the new memory says alone, and those
 stating one of its attributes, read in one `VectorStore.search_many` round trip. Their similarity is computed

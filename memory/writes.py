@@ -1,4 +1,5 @@
-"""`MemoryWriter`: the write path of DESIGN §3, from a checked request to stored memories and their links.
+"""`MemoryWriter`: the write path of docs/DESIGN.md § "The write path", from a checked request to stored memories and
+their links.
 
 Steps: validate; skip an exact repeat (completing it first if an earlier attempt was interrupted,
 `memory.repeats`; a forced write with a request id looks for its own earlier attempt only); the text pipeline

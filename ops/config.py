@@ -330,8 +330,9 @@ class Settings(BaseSettings):
     )
     session_background_top_k: int = Field(5, ge=0, le=50, description="Memories start_session loads for its goal.")
 
-    # recall scoring: score = similarity·relevance + recency + importance + access frequency (DESIGN §4). The
-    # defaults let relevance lead: DESIGN's 0.5/0.2/0.2/0.1 cost 5 points of LoCoMo recall@10 (bench/RESULTS.md)
+    # recall scoring: score = similarity·relevance + recency + importance + access frequency
+    # (docs/DESIGN.md § "Recall"). The defaults let relevance lead: DESIGN's 0.5/0.2/0.2/0.1 cost 5 points of LoCoMo
+    # recall@10 (bench/RESULTS.md)
     weight_similarity: float = Field(0.85, ge=0)
     weight_recency: float = Field(0.05, ge=0)
     weight_importance: float = Field(0.05, ge=0)

@@ -1,4 +1,4 @@
-"""Tenancy: verified JWT bearer tokens → `Principal` → `NamespaceScope` (DESIGN §3).
+"""Tenancy: verified JWT bearer tokens → `Principal` → `NamespaceScope` (docs/DESIGN.md § "Isolation by construction").
 
 This package owns authentication (JWT verification with a shared secret, static public keys or a JWKS URL; the dev
 secret; token minting), the OAuth scopes (`memory:read`, `memory:write`, `memory:admin`) and the single

@@ -1,6 +1,6 @@
 """Strict validation of a decoded (signature-checked) JWT payload into a `Principal`.
 
-The claim names are configurable (`ClaimNames`); the defaults follow DESIGN §3:
+The claim names are configurable (`ClaimNames`); the defaults follow docs/CONFIGURATION.md § "Identity providers":
 `{"tenant": "acme", "namespaces": {"read": [...], "write": [...]}, "scope": "memory:read memory:write"}`.
 Every violation raises `AuthenticationFailed` with a message that names the claim, never the token.
 """

@@ -1,5 +1,5 @@
-"""Idempotency stores (DESIGN §3): `InProcessIdempotency` for the embedded mode, `RedisIdempotency` for replicas,
-and `run_claimed`, which keeps a running call's claim alive.
+"""Idempotency stores (docs/DESIGN.md § "The write path"): `InProcessIdempotency` for the embedded mode,
+`RedisIdempotency` for replicas, and `run_claimed`, which keeps a running call's claim alive.
 
 Both stores implement `tenancy.limits.IdempotencyStore` and own the record of one idempotency key: a *pending*
 claim while the first call runs, then the *done* record (arguments fingerprint + first response) for the

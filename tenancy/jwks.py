@@ -1,6 +1,6 @@
 """`JwksKeySource`: the identity provider's signing keys from a JWKS URL, cached by `kid` and rate-limited.
 
-Rules (DESIGN §3):
+Rules (docs/DESIGN.md § "Isolation by construction"):
 - Keys are fetched with a timeout and a size limit and cached for `cache_seconds`; older keys are never used.
 - A token whose `kid` is not in a fresh cache triggers a refetch (key rotation at the identity provider) — but a
   fetch, for whatever reason, happens at most once per `min_refresh_seconds`. Otherwise the token is rejected

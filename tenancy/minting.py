@@ -1,4 +1,5 @@
-"""`mint_token`: issue HS256 bearer tokens in the DESIGN §3 claim format (dev installs, tests, `hindsight` CLI).
+"""`mint_token`: issue HS256 bearer tokens in the claim format of docs/CONFIGURATION.md § "Identity providers" (dev
+installs, tests, `hindsight` CLI).
 
 Inputs are validated up front, so a minted token always passes `JwtVerifier` configured with the same
 secret, issuer and audience.

@@ -1,9 +1,9 @@
 """Asymmetric JWT keys: which algorithms exist, which key fits which algorithm, and reading PEM public keys.
 
-Algorithm families are kept strictly apart (DESIGN §3): HMAC algorithms only ever see the shared secret, RSA and
-EC algorithms only ever see a parsed public key object of the matching type (and, for ECDSA, the matching curve).
-So an `HS256` token can never be checked with an RSA public key used as an HMAC secret (algorithm confusion).
-"""
+Algorithm families are kept strictly apart (docs/DESIGN.md § "Isolation by construction"): HMAC algorithms only ever see
+the shared secret, RSA and EC algorithms only ever see a parsed public key object of the matching type (and, for ECDSA,
+the matching curve). So an `HS256` token can never be checked with an RSA public key used as an HMAC secret (algorithm
+confusion)."""
 
 from __future__ import annotations
 

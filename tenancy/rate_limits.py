@@ -1,4 +1,5 @@
-"""Token-bucket rate limiters (DESIGN §3): `InProcessRateLimiter` (embedded mode) and `RedisRateLimiter`.
+"""Token-bucket rate limiters (docs/DESIGN.md § "The write path"): `InProcessRateLimiter` (embedded mode) and
+`RedisRateLimiter`.
 
 Both implement `tenancy.limits.RateLimiter` and own the bucket state: per bucket key, the tokens left and when
 they were last counted. A call takes `cost` tokens (1; a batch of n writes: n) from every bucket it names, or

@@ -1,5 +1,5 @@
-"""Consolidation (DESIGN §4): related episodic memories of a namespace become one semantic memory that states
-what they keep saying and links to its sources.
+"""Consolidation (docs/DESIGN.md § "The agent loop"): related episodic memories of a namespace become one semantic
+memory that states what they keep saying and links to its sources.
 
 - `topics`: a statement's topic terms (never the person it is about);
 - `clusters`: hybrid similarity (shared topic terms + dense cosine) and average-linkage clustering;

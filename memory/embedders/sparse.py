@@ -1,4 +1,4 @@
-"""`Bm25Encoder`: text to the BM25 sparse vectors of the keyword half of hybrid recall (DESIGN §4).
+"""`Bm25Encoder`: text to the BM25 sparse vectors of the keyword half of hybrid recall (docs/DESIGN.md § "Recall").
 
 The engine computes sparse vectors itself and hands them to the store, so both stores index exactly the same
 terms. A term's index is a stable 31-bit hash of its token (see `memory.pipeline.text.tokenize`: words for

@@ -1,4 +1,5 @@
-"""The write pipeline of DESIGN §4, one small pure step per module, run in this order by `MemoryService.write`:
+"""The write pipeline of docs/DESIGN.md § "The write path", one small pure step per module, run in this order by
+`MemoryService.write`:
 
 1. `density`: skip pure chit-chat and acknowledgements (exact repeats are skipped by content hash before it);
 2. `expiry`: time-bound facts get `expires_at` from the text;

@@ -1,4 +1,5 @@
-"""Step 4 of the write pipeline (DESIGN §4): conflict detection against the memories already stored.
+"""Step 4 of the write pipeline (docs/DESIGN.md § "The write path"): conflict detection against the memories already
+stored.
 
 Given a new statement and the live memories nearest to it in the same namespace (with their cosine
 similarity), decide, by rules:

@@ -1,4 +1,4 @@
-"""Step 1 of the write pipeline (DESIGN §4): the density filter.
+"""Step 1 of the write pipeline (docs/DESIGN.md § "The write path"): the density filter.
 
 Content that is nothing but acknowledgements, greetings, laughter or filler ("ok", "thanks!", "got it", "lol",
 "好的", "明白了", "谢谢", an emoji) carries no fact worth recalling and is skipped with a reason, unless the

@@ -1,4 +1,4 @@
-"""Step 2 of the write pipeline (DESIGN §4): a plan read from the text, and the day it is about.
+"""Step 2 of the write pipeline (docs/DESIGN.md § "The write path"): a plan read from the text, and the day it is about.
 
 Rule-based, English and Chinese: a fact about a coming day (a phrase of `memory.pipeline.time_phrases`:
 "tomorrow", "next Wednesday", "in 3 days", "下周三", "5月5日") is a plan until the end of that day, in the time zone

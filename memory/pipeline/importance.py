@@ -1,4 +1,4 @@
-"""Step 3 of the write pipeline (DESIGN §4): importance by rules, when the caller gives none.
+"""Step 3 of the write pipeline (docs/DESIGN.md § "The write path"): importance by rules, when the caller gives none.
 
 Start from 0.5 and apply every rule that fires, English and Chinese:
 - `explicit`: the writer asks for it to be kept ("remember", "don't forget", "important", "记住", "重要") -> at

@@ -1,5 +1,5 @@
-"""Step 3 of the write pipeline (DESIGN §4), choosing the rater when the caller gives no importance: the optional
-LLM (an `ImportanceRater`) within a deadline, else the rules of `memory.pipeline.importance`.
+"""Step 3 of the write pipeline (docs/DESIGN.md § "The write path"), choosing the rater when the caller gives no
+importance: the optional LLM (an `ImportanceRater`) within a deadline, else the rules of `memory.pipeline.importance`.
 
 The write never waits longer than the deadline and never fails because of the LLM: a timeout, an error or an
 answer that is not a rating falls back to the rules, with the reason recorded. The returned `notes` are what the

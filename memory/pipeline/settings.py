@@ -1,4 +1,4 @@
-"""`PipelineSettings`: the knobs of the write pipeline (DESIGN §4), with calibrated defaults."""
+"""`PipelineSettings`: the knobs of the write pipeline (docs/DESIGN.md § "The write path"), with calibrated defaults."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Property-based isolation through the real app (DESIGN §3, §5).
+"""Property-based isolation through the real app (docs/DESIGN.md § "Isolation by construction";
+docs/TOOLS.md § "Conventions shared by every tool").
 
 Hypothesis draws tenants that share namespace names and subject names, agents with random read/write grants
 (some with `memory:admin`, some with only `memory:read`) and a sequence of MCP tool calls, runs them against

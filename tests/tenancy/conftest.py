@@ -44,7 +44,8 @@ def verifier(settings: JwtSettings) -> JwtVerifier:
 
 @pytest.fixture
 def make_payload(now: int) -> PayloadFactory:
-    """A valid DESIGN §3 payload; keyword arguments override (or, with value `...`, remove) claims."""
+    """A valid payload (docs/CONFIGURATION.md § "Identity providers"); keyword arguments override (or, with value `...`,
+    remove) claims."""
 
     def factory(**overrides: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {

@@ -1,4 +1,5 @@
-"""Enforcement by construction (DESIGN §3): only tenancy/scopes.py may call `NamespaceScope(...)`.
+"""Enforcement by construction (docs/DESIGN.md § "Isolation by construction"): only tenancy/scopes.py may call
+`NamespaceScope(...)`.
 
 Every store call takes a `NamespaceScope`; if gateway/, memory/ or ops/ could build one themselves they could
 widen a caller's grants past what its verified token allows. `memory/scope.py` defines the class, which is fine.
