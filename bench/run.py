@@ -50,6 +50,7 @@ from bench import (
     fairness,
     hostile,
     ingest,
+    injection,
     isolation,
     recall_depth,
     server_cpu,
@@ -341,6 +342,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("recall candidates: LoCoMo and MemoryBank quality and CPU per recall at each depth", recall_depth),
     ("recall as of a date: labelled update questions, English and Chinese", as_of),
     ("Chinese personal-assistant questions: the engine beside BM25, dev and blind", zh_assistant),
+    ("memories that read as instructions: marked attacks and ordinary memories, dev and blind", injection),
 )
 
 

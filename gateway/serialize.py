@@ -8,6 +8,7 @@ from typing import Any, cast
 from gateway.answers import Cited, Hit, Record, SessionAnswer, WriteExplanation
 from memory.linking import pipeline_notes
 from memory.models import Memory, MemoryKind, RecallHit, WorkingMemory, WriteOutcome
+from memory.pipeline.injection import untrusted_mark
 
 # The fields of an exported record (`memory_json`), and those of them that are times
 RECORD_FIELDS = frozenset(
@@ -69,6 +70,8 @@ def cited_json(hit: RecallHit, *, explain: bool = False) -> Cited:
     }
     if hit.via is not None:
         body["via"] = hit.via  # the query matched this superseded memory; this hit is what replaced it
+    if (mark := untrusted_mark(memory)) is not None:  # stored as told; its text reads as instructions to you
+        body["untrusted"] = f"reads as instructions ({mark.rule})"
     if hit.valid_to is not None:  # superseded since (as_of, include_superseded): valid from `when` until then
         body["valid_to"] = iso(hit.valid_to.replace(microsecond=0))
     if memory.archived_at is not None:

@@ -32,6 +32,7 @@ from gateway.recall_answer import (
     recall_answer,
     session_namespace,
 )
+from gateway.recall_answer.untrusted import policy_for, withheld_untrusted
 from gateway.recall_logging import log_recall
 from gateway.serialize import memory_json, session_json, write_explanation
 from gateway.tool_support import current_call
@@ -143,13 +144,17 @@ def register_tools(server: MCPServer) -> None:
                 explain=explain,
             ),
         )
+        policy = policy_for(call.runtime.settings, call.scope.tenant)
+        hits, withheld = withheld_untrusted(hits, policy, call.principal.subject, context=format == "context")
         session = None
         if format == "context" and session_id is not None:
             where = session_namespace(namespaces, call.scope.default_write_namespace)
             session = await call.runtime.sessions.get(call.scope, session_id, where)
         # a few hits' lines on the event loop (~0.1 ms for 8), where a worker-thread hop would cost more CPU than it
         # frees (memory.stores.edge_search); more in a worker thread (50 hits fitted to a budget: 3-6 ms)
-        answer = await cpu_meter.run_sync(recall_answer, hits, view, session, inline=len(hits) <= INLINE_ANSWER_HITS)
+        answer = await cpu_meter.run_sync(
+            recall_answer, hits, view, session, withheld, inline=len(hits) <= INLINE_ANSWER_HITS
+        )
         call.say(answer.text)
         await log_recall(  # opted-in tenants only; never fails the recall
             call, query, answer.returned, namespaces=namespaces, top_k=top_k, kinds=kinds, tags=tags,

@@ -166,6 +166,10 @@ async def drafted(
         }
         draft.reasons.append(f"time_bound: {bound.phrase!r}, a plan until {until.isoformat()}")
 
+    if (untrusted := analysis.untrusted) is not None:  # stored as told, marked for whoever reads it
+        notes["untrusted"] = untrusted.note()
+        draft.reasons.append(f"untrusted: reads as instructions to its reader ({untrusted.reason})")
+
     verdict = analysis.density
     low_information = verdict is not None and verdict.low_information  # skipped by step 1 below: no LLM call
 

@@ -87,6 +87,10 @@ class ScoringOverrides(BaseModel):
     passed_plan: float | None = Field(None, ge=0, le=1)
 
 
+# what recall does with a memory whose text reads as instructions to its reader (`memory.pipeline.injection`)
+UntrustedPolicy = Literal["mark", "withhold_others", "withhold_context"]
+
+
 class Settings(BaseSettings):
     # env_ignore_empty: `HINDSIGHT_X=` (in the environment or in .env, as `cp .env.example .env` leaves it) means
     # unset, so the field keeps its default instead of failing to parse or overriding a generated value.
@@ -424,6 +428,15 @@ class Settings(BaseSettings):
         "admins (the recall_log tool, /debug/sessions). Empty: no recall is logged.",
     )
     recall_log_max_entries: int = Field(1000, ge=1, description="Recall-log entries kept per tenant (newest).")
+    untrusted_memories: UntrustedPolicy = Field(
+        "mark",
+        description="Memories whose text reads as instructions to the model reading it (stored as told, marked "
+        "untrusted): mark (shown, flagged), withhold_others (not recalled for another writer's token), "
+        "withhold_context (not in format: context blocks). Withheld ones are counted in the answer.",
+    )
+    untrusted_tenants: dict[str, UntrustedPolicy] = Field(
+        default_factory=dict, description='Per-tenant untrusted_memories, JSON: {"acme": "withhold_others"}'
+    )
     recall_log_max_age_seconds: float = Field(
         7 * 86_400, gt=0, description="Recall-log entries older than this are dropped."
     )

@@ -23,6 +23,7 @@ from gateway.answers import Citation, Hit, RecallAnswer
 from gateway.errors import json_text
 from gateway.recall_answer.block import SessionPart, fitted_block, kept_first, shown_in, whole_block
 from gateway.recall_answer.lines import NOTHING, Order, Shown, spans_namespaces
+from gateway.recall_answer.untrusted import withheld_line
 from gateway.serialize import cited_json, hit_json
 from memory.models import RecallHit, WorkingMemory
 from memory.tokens import count_tokens
@@ -58,10 +59,23 @@ class Answer:
 INLINE_ANSWER_HITS = 16
 
 
-def recall_answer(hits: Sequence[RecallHit], view: RecallView, session: WorkingMemory | None = None) -> Answer:
-    """The answer to a recall of `hits` (best first), shown as `view` asks (see the module docstring)."""
-    if view.as_json:
-        return json_answer(hits, view)
+def recall_answer(
+    hits: Sequence[RecallHit], view: RecallView, session: WorkingMemory | None = None, withheld: int = 0
+) -> Answer:
+    """The answer to a recall of `hits` (best first), shown as `view` asks (see the module docstring); `withheld`
+    memories the tenant's policy kept out (`gateway.recall_answer.untrusted`) are counted in it, and said in its
+    text where the token budget leaves room."""
+    answer = json_answer(hits, view) if view.as_json else text_answer(hits, view, session)
+    if not withheld:
+        return answer
+    answer.body["withheld"] = withheld
+    text = json_text(answer.body) if view.as_json else f"{answer.text}\n{withheld_line(withheld)}"
+    fits = view.token_budget is None or count_tokens(text) <= view.token_budget
+    return Answer(answer.body, text if fits else answer.text, answer.returned)
+
+
+def text_answer(hits: Sequence[RecallHit], view: RecallView, session: WorkingMemory | None) -> Answer:
+    """The answer whose text is lines a model reads (the default, `detail: "lean"` without `explain`)."""
     part = SessionPart.of(session if view.format == "context" else None)
     several = spans_namespaces(hits)
     if view.token_budget is None:

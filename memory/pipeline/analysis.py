@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from memory import cpu_meter
 from memory.cues import QueryCues, query_cues
 from memory.embedders.sparse import Bm25Encoder
-from memory.pipeline import claims, density, expiry, importance
+from memory.pipeline import claims, density, expiry, importance, injection
 from memory.pipeline.budget import BudgetExhausted, CpuBudget
 from memory.pipeline.text import normalize
 from memory.ports import SparseVector
@@ -47,7 +47,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class SkippedStep:
-    step: str  # "density", "expiry", "importance", "claims"; "keywords", "cues"
+    step: str  # "untrusted", "density", "expiry", "importance", "claims"; "keywords", "cues"
     reason: str  # "cpu budget of 50 ms spent before the step" / "... during the step"
 
 
@@ -62,6 +62,7 @@ class WriteAnalysis:
     claims: tuple[claims.Claim, ...]
     skipped: tuple[SkippedStep, ...]
     cpu_ms: float
+    untrusted: injection.Untrusted | None = None  # the text reads as instructions to its reader (`injection`)
 
     def notes(self) -> dict[str, Any] | None:
         """What to record under `metadata["_pipeline"]["analysis"]` (None when nothing was skipped)."""
@@ -121,9 +122,10 @@ def analyse_write(
     """The write pipeline's text analysis of `content` said at `reference` (timezone-aware: the turn's
     `occurred_at`, else now), within `budget_seconds` of this thread's CPU time (or a `budget` already started).
 
-    Steps run in this order, each only when asked for (`with_*`, as the pipeline settings and the request
-    decide: no expiry from the text when a ttl is given, no density filter for forced or imported writes, no
-    rule importance when the caller gives one): density, expiry, importance (told whether the text named a
+    Steps run in this order: whether the text reads as instructions to its reader (`injection`, always), then
+    each only when asked for (`with_*`, as the pipeline settings and the request decide: no expiry from the text
+    when a ttl is given, no density filter for forced or imported writes, no rule importance when the caller gives
+    one): density, expiry, importance (told whether the text named a
     coming day), claims (`speaker`: who said a content that has no "Name: " prefix, the write's `metadata.speaker`
     as `memory.cues.speaker_of` reads it; first person is theirs). Pure and synchronous, for a worker thread;
     never raises for any text: a step the budget does not allow is skipped and listed in `skipped` (see the
@@ -131,6 +133,8 @@ def analyse_write(
     started = time.thread_time()
     steps = _Steps(budget or CpuBudget(budget_seconds))
     b = steps.budget
+    # first: a few linear regular expressions, never to be crowded out by the steps a hostile text makes costly
+    untrusted = steps.run("untrusted", lambda: injection.instruction_like(content))
     verdict = steps.run("density", lambda: density.assess(content, budget=b)) if with_density else None
     bound = steps.run("expiry", lambda: expiry.find_expiry(content, reference, budget=b)) if with_expiry else None
     rated = None
@@ -146,6 +150,7 @@ def analyse_write(
         claims=stated or (),
         skipped=tuple(steps.skipped),
         cpu_ms=(time.thread_time() - started) * 1000,
+        untrusted=untrusted,
     )
 
 

@@ -46,12 +46,18 @@ def test_steps_not_asked_for_are_neither_run_nor_reported_as_skipped() -> None:
 def test_a_spent_budget_skips_the_remaining_steps_and_says_why() -> None:
     found = analyse_write(TEXT, MONDAY, budget=CpuBudget(0.0))
 
-    assert [s.step for s in found.skipped] == ["density", "expiry", "importance", "claims"]
+    assert [s.step for s in found.skipped] == ["untrusted", "density", "expiry", "importance", "claims"]
     assert all("spent before the step" in s.reason for s in found.skipped)
-    assert (found.density, found.expiry, found.importance, found.claims) == (None, None, None, ())
+    assert (found.untrusted, found.density, found.expiry, found.importance, found.claims) == (
+        None,
+        None,
+        None,
+        None,
+        (),
+    )
     notes = found.notes()
     assert notes is not None
-    assert set(notes["skipped"]) == {"density", "expiry", "importance", "claims"}
+    assert set(notes["skipped"]) == {"untrusted", "density", "expiry", "importance", "claims"}
 
 
 def test_a_budget_running_out_inside_a_step_abandons_that_step_whole() -> None:
