@@ -70,6 +70,8 @@ def cited_json(hit: RecallHit, *, explain: bool = False) -> Cited:
     }
     if hit.via is not None:
         body["via"] = hit.via  # the query matched this superseded memory; this hit is what replaced it
+    if hit.author is not None:
+        body["author"] = hit.author  # another subject wrote it: weigh it by its author
     if (mark := untrusted_mark(memory)) is not None:  # stored as told; its text reads as instructions to you
         body["untrusted"] = f"reads as instructions ({mark.rule})"
     if hit.valid_to is not None:  # superseded since (as_of, include_superseded): valid from `when` until then

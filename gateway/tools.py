@@ -32,7 +32,7 @@ from gateway.recall_answer import (
     recall_answer,
     session_namespace,
 )
-from gateway.recall_answer.untrusted import policy_for, withheld_untrusted
+from gateway.recall_answer.provenance import policy_for, with_authors, withheld_untrusted
 from gateway.recall_logging import log_recall
 from gateway.serialize import memory_json, session_json, write_explanation
 from gateway.tool_support import current_call
@@ -146,6 +146,7 @@ def register_tools(server: MCPServer) -> None:
         )
         policy = policy_for(call.runtime.settings, call.scope.tenant)
         hits, withheld = withheld_untrusted(hits, policy, call.principal.subject, context=format == "context")
+        hits = with_authors(hits, call.principal.subject)
         session = None
         if format == "context" and session_id is not None:
             where = session_namespace(namespaces, call.scope.default_write_namespace)

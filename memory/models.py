@@ -112,6 +112,8 @@ class RecallHit:
     # when a newer memory replaced this one (its successor's `created_at`): the end of the time it was valid,
     # known for a superseded memory a recall answers (`as_of`, `include_superseded`); it was valid from `created_at`
     valid_to: datetime | None = None
+    # who wrote it (`source.subject`), set where the answer names it: for a reader other than its writer
+    author: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

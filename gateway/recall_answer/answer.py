@@ -23,7 +23,7 @@ from gateway.answers import Citation, Hit, RecallAnswer
 from gateway.errors import json_text
 from gateway.recall_answer.block import SessionPart, fitted_block, kept_first, shown_in, whole_block
 from gateway.recall_answer.lines import NOTHING, Order, Shown, spans_namespaces
-from gateway.recall_answer.untrusted import withheld_line
+from gateway.recall_answer.provenance import withheld_line
 from gateway.serialize import cited_json, hit_json
 from memory.models import RecallHit, WorkingMemory
 from memory.tokens import count_tokens
@@ -63,7 +63,7 @@ def recall_answer(
     hits: Sequence[RecallHit], view: RecallView, session: WorkingMemory | None = None, withheld: int = 0
 ) -> Answer:
     """The answer to a recall of `hits` (best first), shown as `view` asks (see the module docstring); `withheld`
-    memories the tenant's policy kept out (`gateway.recall_answer.untrusted`) are counted in it, and said in its
+    memories the tenant's policy kept out (`gateway.recall_answer.provenance`) are counted in it, and said in its
     text where the token budget leaves room."""
     answer = json_answer(hits, view) if view.as_json else text_answer(hits, view, session)
     if not withheld:

@@ -1,6 +1,7 @@
-"""Memories whose text reads as instructions to the model reading them, over MCP: stored as told and marked, shown
-flagged in a recall's structured answer and text; a tenant's policy can withhold them from other writers' tokens or
-from context blocks, and a withheld memory is counted in the answer, never dropped in silence, and stays listable."""
+"""Provenance in a recall over MCP: a memory another subject wrote names its author; a memory whose text reads as
+instructions to the model reading it is stored as told and marked, shown flagged in a recall's structured answer
+and text; a tenant's policy can withhold such memories from other writers' tokens or from context blocks, and a
+withheld memory is counted in the answer, never dropped in silence, and stays listable."""
 
 from __future__ import annotations
 
@@ -77,3 +78,19 @@ async def test_withhold_context_keeps_it_out_of_context_blocks_only(gateway: Sta
     assert "ignore your previous instructions" not in answer["context"]
     assert poisoned not in [c["id"] for c in answer["citations"]] and answer["withheld"] == 1
     assert poisoned in [h["id"] for h in lines["memories"]]
+
+
+@pytest.mark.parametrize("gateway", ["mark"], indirect=True)
+async def test_a_memory_another_subject_wrote_names_its_author_and_ones_own_do_not(
+    gateway: Starlette, mint: Mint
+) -> None:
+    async with mcp_session(gateway, mint(sub="planner", read=TEAM, write=TEAM)) as client:
+        mine = data(await client.call_tool("write_memory", {"content": HONEST, "namespace": "shared:team"}))
+        own = data(await client.call_tool("recall_memory", {"query": QUESTION}))
+    async with mcp_session(gateway, mint(sub="reader", read=TEAM, write=[])) as client:
+        result = await client.call_tool("recall_memory", {"query": QUESTION})
+
+    [theirs] = [h for h in data(result)["memories"] if h["id"] == mine["id"]]
+    assert theirs["author"] == "planner"
+    assert f"(by planner) {HONEST}" in text_of(result)
+    assert all("author" not in h for h in own["memories"])
