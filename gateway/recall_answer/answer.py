@@ -76,7 +76,7 @@ def recall_answer(
 
 def text_answer(hits: Sequence[RecallHit], view: RecallView, session: WorkingMemory | None) -> Answer:
     """The answer whose text is lines a model reads (the default, `detail: "lean"` without `explain`)."""
-    part = SessionPart.of(session if view.format == "context" else None)
+    part = SessionPart.of(session if view.format == "context" else None, framed=view.format == "context")
     several = spans_namespaces(hits)
     if view.token_budget is None:
         block = whole_block(hits, view.order, several, part)

@@ -13,6 +13,7 @@ import pytest
 from starlette.applications import Starlette
 
 from gateway.app import create_app
+from gateway.recall_answer.block import FRAME
 from tests.conftest import Mint, data, make_settings, mcp_session, running, text_of
 
 pytestmark = pytest.mark.anyio
@@ -94,3 +95,18 @@ async def test_a_memory_another_subject_wrote_names_its_author_and_ones_own_do_n
     assert theirs["author"] == "planner"
     assert f"(by planner) {HONEST}" in text_of(result)
     assert all("author" not in h for h in own["memories"])
+
+
+@pytest.mark.parametrize("gateway", ["mark"], indirect=True)
+async def test_a_context_block_frames_memories_others_wrote_as_data_and_not_ones_own(
+    gateway: Starlette, mint: Mint
+) -> None:
+    async with mcp_session(gateway, mint(sub="planner", read=TEAM, write=TEAM)) as client:
+        await client.call_tool("write_memory", {"content": HONEST, "namespace": "shared:team"})
+        own = data(await client.call_tool("recall_memory", {"query": QUESTION, "format": "context"}))
+    async with mcp_session(gateway, mint(sub="reader", read=TEAM, write=[])) as client:
+        theirs = data(await client.call_tool("recall_memory", {"query": QUESTION, "format": "context"}))
+
+    assert theirs["context"].startswith(FRAME + "\n")
+    assert f"(by planner) {HONEST}" in theirs["context"]
+    assert FRAME not in own["context"] and HONEST in own["context"]
