@@ -116,8 +116,9 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "marker",
         re.compile(
             r"<\|(?:im_start|im_end|system|endoftext)\|>|\[/?INST\]|<</?SYS>>|<\s*/?\s*system\s*>|\"role\"\s*:\s*\"system\"|"
-            r"\bsystem\s+override\b|\bend\s+of\s+(?:memory|context|document|data)\b|【系统[^】]{0,6}】|以上(?:记忆|内容)(?:到此)?结束|^\s*#{2,}\s*(?:instruction|system)\b|"
-            r"(?:^|\n)\s*(?:SYSTEM|\[system\]|<system>)\s*[:：>\]]|【系统】|\[系统\]|系统(?:提示|指令|消息)\s*[:：]",
+            r"\bsystem\s+override\b|\bend\s+of\s+(?:memory|context|document|data)\b|【系统[^】]{0,6}】|以上(?:记忆|内容)(?:到此)?结束|"
+            r"^[ \t]*#{2,}\s*(?:instruction|system)\b|"
+            r"(?:^|\n)[ \t]*(?:SYSTEM|\[system\]|<system>)\s*[:：>\]]|【系统】|\[系统\]|系统(?:提示|指令|消息)\s*[:：]",
             re.I | re.M,
         ),
     ),
@@ -201,7 +202,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "marker",
         re.compile(
-            r"\brole\s*:\s*system\b|^\s*#{2,}\s*(?:指令|系统|回答)|"
+            r"\brole\s*:\s*system\b|^[ \t]*#{2,}\s*(?:指令|系统|回答)|"
             r"(?:\b(?:user|human)\s*[:：]|用户[:：]).{0,200}?(?:\bassistant\s*[:：]|助手[:：])",
             re.I | re.M | re.S,
         ),
