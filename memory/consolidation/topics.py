@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from memory.pipeline.text import CJK_RUN, STOPWORDS, nfkc, split_speaker
+from memory.consolidation.domains import chinese_domains, domain_of
+from memory.pipeline.text import CJK_RUN, STOPWORDS, has_cjk, nfkc, split_speaker
 
 _ENGLISH_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#]*(?:[.'’-][A-Za-z0-9+#]+)*|\d+(?:\.\d+)+")
 
@@ -151,6 +152,11 @@ def plural_stem(word: str) -> str:
     return word
 
 
+def english_key(lowered: str) -> str:
+    """The topic key of a lowercased English word: its concept, else its singular."""
+    return _CANONICAL.get(lowered) or _CANONICAL.get(plural_stem(lowered)) or plural_stem(lowered)
+
+
 def _english(text: str, drop: frozenset[str], terms: list[tuple[str, str]], after_cjk: bool = False) -> None:
     for found in _ENGLISH_WORD.finditer(text):
         before = text[: found.start()].rstrip()
@@ -160,16 +166,27 @@ def _english(text: str, drop: frozenset[str], terms: list[tuple[str, str]], afte
         lowered = word.lower()
         if lowered in drop or len(lowered) < 2 or lowered.isdigit():
             continue
-        key = _CANONICAL.get(lowered) or _CANONICAL.get(plural_stem(lowered)) or plural_stem(lowered)
+        key = english_key(lowered)
         if key in drop:
             continue
         terms.append((key, word if word[0].isupper() and not word.isupper() and not initial else lowered))
         if key in _IMPLIES:
             terms.append((_IMPLIES[key], _IMPLIES[key].capitalize()))
+        if domain := domain_of(key, english_key):
+            terms.append((domain.term, domain.en))
+
+
+def domain_term(term: str) -> str | None:
+    """The domain term (`@swimming`) of a topic term ("goggle", "泳镜"), None when it has none."""
+    domain = domain_of(term, english_key)
+    if domain is None and has_cjk(term):
+        domain = next(chinese_domains(term, english_key), None)
+    return domain.term if domain else None
 
 
 def _chinese(run: str, terms: list[tuple[str, str]]) -> None:
     terms.extend((_CANONICAL.get(p, "brevity"), p) for p in _ZH_PHRASES.findall(run))
+    terms.extend((domain.term, domain.zh) for domain in chinese_domains(run, english_key))
     for word in _segmenter()(run):
         if (
             len(word) < 2

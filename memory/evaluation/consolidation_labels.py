@@ -2,7 +2,7 @@
 for this repository, English and Chinese) and its pairwise scores at a cut.
 
 All statements of a language are clustered as one namespace would be (`memory.consolidation.clusters_of` with the
-default policy but the given cut). A pair of statements is *together* when one cluster holds both. Precision: the
+embedder's policy, or the one given). A pair of statements is *together* when one cluster holds both. Precision: the
 share of together pairs that one labelled group holds (a pair across groups, or with a single, is a false merge).
 Recall: the share of labelled same-group pairs that are together.
 """
@@ -10,15 +10,18 @@ Recall: the share of labelled same-group pairs that are together.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
 from memory.consolidation import ClusterPolicy, clusters_of, topics_of
-from memory.consolidation.engine import topic_vectors
+from memory.consolidation.calibration import calibrated, topic_vectors
+from memory.consolidation.engine import policy_for
 from memory.ports import Embedder
 
 LABELS = Path(__file__).with_name("labels") / "consolidation_clusters.json"
+WORDS = LABELS.with_name("consolidation_words.json")  # topics whose statements share no word (dev)
+WORDS_BLIND = LABELS.with_name("consolidation_words_blind.json")  # the same, written apart: reported, never tuned on
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +40,16 @@ def load(path: Path = LABELS) -> dict[str, tuple[list[list[str]], list[str]]]:
     return {lang: (entry["groups"], entry["singles"]) for lang, entry in data.items() if not lang.startswith("_")}
 
 
-async def score(embedder: Embedder, language: str, cut: float, path: Path = LABELS) -> PairScores:
+async def score(
+    embedder: Embedder, language: str, policy: ClusterPolicy | None = None, path: Path = LABELS
+) -> PairScores:
     groups, singles = load(path)[language]
     texts = [t for g in groups for t in g] + singles
     label = [i for i, g in enumerate(groups) for _ in g] + [-1 - i for i in range(len(singles))]
     topics = [topics_of(t) for t in texts]
     vectors = await topic_vectors(embedder, topics, texts)
-    found = clusters_of(topics, vectors, replace(ClusterPolicy(), cut=cut))
+    policy = await calibrated(policy or policy_for(embedder.model_id).clusters, embedder)
+    found = clusters_of(topics, vectors, policy)
     together = {pair for cluster in found for pair in combinations(sorted(cluster), 2)}
     right = {pair for pair in together if label[pair[0]] == label[pair[1]] >= 0}
     wanted = sum(len(g) * (len(g) - 1) // 2 for g in groups)
@@ -54,7 +60,7 @@ async def score(embedder: Embedder, language: str, cut: float, path: Path = LABE
     )
     return PairScores(
         language,
-        cut,
+        policy.cut,
         precision=len(right) / len(together) if together else 1.0,
         recall=len(right) / wanted if wanted else 1.0,
         false_merges=len(together) - len(right),

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 async def test_the_default_cut_never_merges_statements_a_person_would_keep_apart(
     embedder: WordLlamaEmbedder, language: str
 ) -> None:
-    scores = await score(embedder, language, ClusterPolicy().cut)
+    scores = await score(embedder, language, ClusterPolicy())
     assert scores.false_merges == 0
     assert scores.groups_found >= scores.groups - 2
     assert scores.recall >= 0.7

@@ -22,7 +22,8 @@ def test_the_person_and_their_pronouns_are_never_topics() -> None:
 
 
 def test_an_assistants_reply_in_a_logged_exchange_gives_no_topic() -> None:
-    assert topics_of("I adopted a kitten\nAI: Congratulations, kittens love toys").terms == {"adopted", "kitten"}
+    topics = topics_of("I adopted a kitten\nAI: Congratulations, kittens love toys")
+    assert topics.terms == {"adopted", "kitten", "@cat"}
 
 
 def test_evidence_names_the_count_and_the_months_in_both_languages() -> None:
