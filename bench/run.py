@@ -54,6 +54,7 @@ from bench import (
     injection,
     isolation,
     recall_depth,
+    rule_audit,
     server_cpu,
     zh_assistant,
 )
@@ -345,6 +346,7 @@ STAGES: tuple[tuple[str, ModuleType], ...] = (
     ("consolidation across different words: labelled sets, dev and blind, every embedder", consolidation_words),
     ("Chinese personal-assistant questions: the engine beside BM25, dev and blind", zh_assistant),
     ("memories that read as instructions: marked attacks and ordinary memories, dev and blind", injection),
+    ("rule audit: each recall and write rule switched off, on tuned, held-out and blind sets", rule_audit),
 )
 
 

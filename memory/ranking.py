@@ -32,7 +32,8 @@ from memory.scoring import estimate_tokens
 
 # Cosines closer together than this are not stretched apart by the min-max scaling of the hybrid relevance.
 MIN_COSINE_SPREAD = 0.1
-# A match that asks a question lifts the turn after it (its answer) this many times the usual context lift.
+# A match that asks a question lifts the turn after it (its answer) this many times the usual context lift (the
+# default of `ScoringWeights.answer_lift`).
 QUESTION_CONTEXT_FACTOR = 2.0
 
 
@@ -237,9 +238,11 @@ def conversation_relevance(
     context: float,
     session: float,
     question: float = 0.0,
+    answer_lift: float = QUESTION_CONTEXT_FACTOR,
     notes: Sequence[list[str]] | None = None,
 ) -> list[float]:
-    """Steps 3 and 4 (see the module docstring): lifted by conversation context, divided by the best. `notes`
+    """Steps 3 and 4 (see the module docstring): lifted by conversation context (`answer_lift` times it for the
+    turn after a matching question), divided by the best. `notes`
     receives "answers_question" for a memory lifted as the reply to a matching question and "ends_asking" for
     one lowered as a question."""
     position = {m.id: i for i, m in enumerate(memories)}
@@ -248,7 +251,7 @@ def conversation_relevance(
         before = position.get(memory.follows) if memory.follows is not None else None
         if before is not None:
             answers = asks(memories[before].content)
-            lifted[i] += context * (QUESTION_CONTEXT_FACTOR if answers else 1.0) * relevance[before]
+            lifted[i] += context * (answer_lift if answers else 1.0) * relevance[before]
             lifted[before] += context / 3 * relevance[i]
             if answers and context and relevance[before] > 0:
                 _note(notes, i, "answers_question")

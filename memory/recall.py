@@ -120,6 +120,7 @@ async def scored_hits(
         context=weights.context,
         session=weights.session,
         question=weights.question,
+        answer_lift=weights.answer_lift,
         notes=notes,
     )
     versions = await current_versions(store, scope, memories, namespaces, flt)

@@ -41,6 +41,8 @@ class ScoringWeights:
     speaker: float = 0.4
     when: float = 0.2
     question: float = 0.15
+    # a match that asks a question lifts the turn after it (its answer) this many times the usual context lift
+    answer_lift: float = 2.0
     # a plan whose day has passed (memory.hidden.passed_plan) stays recallable as history, its relevance times this
     # for a question about the present ("...now?", "目前..."); 1 (off) by default: the plan reading is not sure
     # enough on fresh text to lower a memory for it (bench/FINDINGS.md), and lowering gained nothing on LoCoMo
@@ -48,7 +50,16 @@ class ScoringWeights:
 
     def __post_init__(self) -> None:
         weights = (self.similarity, self.recency, self.importance, self.access_frequency)
-        lifts = (self.dense_share, self.context, self.session, self.feedback, self.speaker, self.when, self.question)
+        lifts = (
+            self.dense_share,
+            self.context,
+            self.session,
+            self.feedback,
+            self.speaker,
+            self.when,
+            self.question,
+            self.answer_lift,
+        )
         factors = (*lifts, self.passed_plan)
         if not all(math.isfinite(w) for w in (*weights, *factors, self.recency_decay_per_hour)):
             raise InvalidArgument("scoring weights and the recency decay must be finite numbers")
@@ -62,8 +73,8 @@ class ScoringWeights:
             raise InvalidArgument(
                 "the dense, cross-script, feedback, question and passed-plan shares must lie in [0, 1]"
             )
-        if min(self.context, self.session, self.speaker, self.when) < 0:
-            raise InvalidArgument("the context, session, speaker and when lifts must be >= 0")
+        if min(self.context, self.session, self.speaker, self.when, self.answer_lift) < 0:
+            raise InvalidArgument("the context, session, speaker, when and answer lifts must be >= 0")
 
     def dense_share_for(self, cjk: bool) -> float:
         """The dense cosine's share of relevance for a query, in Chinese, Japanese or Korean (`cjk`) or not."""
