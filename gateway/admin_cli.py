@@ -191,9 +191,53 @@ async def purge_namespace(args: argparse.Namespace) -> int:
         raise UsageError("purge is permanent: pass --confirm NAMESPACE (the same name) or --yes")
     async with admin_client(args) as client:
         body = await call(client, "purge_namespace", {"namespace": args.namespace, "confirm": args.namespace})
+    print(json.dumps(body["receipt"], indent=2))  # what was removed per store, when, by whom: keep it
     print(
         f"purged {body['deleted']} memories and {body['events_deleted']} events from {args.namespace}", file=sys.stderr
     )
+    return 0
+
+
+def criteria(args: argparse.Namespace) -> dict[str, Any]:
+    """The selection `select` and `forget-selected` name (`gateway.admin.selection.Criteria`)."""
+    chosen: dict[str, Any] = {"written_by": args.written_by, "tag": args.tag}
+    if args.metadata is not None:
+        key, sep, value = args.metadata.partition("=")
+        if not sep:
+            raise UsageError("--metadata takes KEY=VALUE")
+        chosen |= {"metadata_key": key, "metadata_value": value}
+    return {name: value for name, value in chosen.items() if value is not None}
+
+
+async def select_memories(args: argparse.Namespace) -> int:
+    """Every memory the selection names, in every namespace of the tenant, as JSONL records."""
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115, ASYNC230 - a CLI
+    try:
+        async with admin_client(args) as client:
+            with progress_bar(None, "select", "memory") as bar:
+                arguments = {"criteria": criteria(args), "limit": PAGE}
+                count = await export_pages(client, "select_memories", arguments, "records", out, bar)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    print(f"selected {count} memories", file=sys.stderr)
+    return 0
+
+
+async def forget_selected(args: argparse.Namespace) -> int:
+    """Forget (restorably) every memory the selection names, call after call until the tenant is read."""
+    forgotten: dict[str, int] = {}
+    already, cursor = 0, None
+    async with admin_client(args) as client:
+        while True:
+            body = await call(client, "forget_selected_memories", {"criteria": criteria(args), "cursor": cursor})
+            for namespace, count in body["forgotten"].items():
+                forgotten[namespace] = forgotten.get(namespace, 0) + count
+            already += body["already_forgotten"]
+            cursor = body["next_cursor"]
+            if cursor is None:
+                break
+    print(json.dumps({"forgotten": forgotten, "already_forgotten": already}, indent=2))
     return 0
 
 
@@ -216,6 +260,9 @@ async def maintain(args: argparse.Namespace) -> int:
 def add_admin_commands(sub: Any) -> None:
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--namespace", required=True, help="the namespace, e.g. user:42 or team:ops")
+        connection(parser)
+
+    def connection(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--url", help="gateway MCP URL, e.g. http://127.0.0.1:8080/mcp (needs --token)")
         parser.add_argument("--token", help="with --url: an admin token (memory:admin), e.g. from `hindsight token`")
         parser.add_argument("--tenant", help="the tenant, in direct mode (no --url; the server must be stopped)")
@@ -235,6 +282,21 @@ def add_admin_commands(sub: Any) -> None:
     purge.add_argument("--confirm", help="repeat the namespace name")
     purge.add_argument("--yes", action="store_true", help="skip the confirmation")
     purge.set_defaults(func=lambda a: run_async(purge_namespace, a))
+
+    def selection(parser: argparse.ArgumentParser) -> None:
+        connection(parser)
+        parser.add_argument("--written-by", help="the subject that wrote them")
+        parser.add_argument("--tag", help="a tag they carry")
+        parser.add_argument("--metadata", help="KEY=VALUE: a metadata value they carry (compared as a string)")
+
+    select = sub.add_parser("select", help="list what a subject wrote (or a tag, a metadata value) in every namespace")
+    selection(select)
+    select.add_argument("--out", help="file to write (default: stdout)")
+    select.set_defaults(func=lambda a: run_async(select_memories, a))
+
+    forget = sub.add_parser("forget-selected", help="forget (restorable) what `select` lists, with its copies")
+    selection(forget)
+    forget.set_defaults(func=lambda a: run_async(forget_selected, a))
 
     upkeep = sub.add_parser("maintain", help="expire, evict over capacity and consolidate now (server stopped)")
     upkeep.add_argument("--tenant", help="only this tenant (default: every tenant)")

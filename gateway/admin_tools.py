@@ -1,6 +1,7 @@
 """Admin MCP tools for a namespace's lifecycle (`memory:admin`): export to JSONL records (forgotten and archived
 ones too), import them (re-embedded with the current model; the whole batch checked before the first write; a
-record exported as forgotten or archived is stored so), and purge (the only hard delete)."""
+record exported as forgotten or archived is stored so; its author kept, the importer recorded beside it), and purge
+(the only hard delete)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from gateway.admin.erasure import purge_everywhere
 from gateway.answers import ConsolidateAnswer, ExportAnswer, ImportAnswer, PurgeAnswer
 from gateway.arguments import MAX_IMPORT_BATCH
 from gateway.runtime import Runtime
@@ -32,20 +34,33 @@ from memory.validation import (
 )
 from memory.values import check_text
 from tenancy import SCOPE_ADMIN, Principal
+from tenancy.claims import MAX_SUBJECT_LENGTH
 
 AdminNamespace = str  # the namespace to act on, e.g. 'user:42' (docs/TOOLS.md: arguments described by name alone)
 MAX_REASON_CHARS = 500
 
 
-def check_archive_reason(value: object, archived: bool) -> str | None:
-    """The reason an exported archived record was archived with (none for a record that is not archived)."""
-    if not archived:
+def check_reason(value: object, applies: bool, field: str, default: str) -> str | None:
+    """The reason an exported record was archived or forgotten with (`field`; none for a record that is neither,
+    `default` for one exported without a reason)."""
+    if not applies:
         return None
     if value is None:
-        return "imported as archived"
+        return default
     if not isinstance(value, str) or len(value) > MAX_REASON_CHARS:
-        raise InvalidArgument(f"archive_reason must be a string of at most {MAX_REASON_CHARS} characters")
-    return check_text(value, "archive_reason")
+        raise InvalidArgument(f"{field} must be a string of at most {MAX_REASON_CHARS} characters")
+    return check_text(value, field)
+
+
+def check_author(value: object, importer: str) -> str:
+    """The author an exported record names (`source.subject`), kept beside its importer; the importer when the
+    record names none."""
+    if value is None:
+        return importer
+    subject = value.get("subject") if isinstance(value, dict) else value
+    if not isinstance(subject, str) or not subject.strip() or len(subject) > MAX_SUBJECT_LENGTH:
+        raise InvalidArgument(f"source.subject must be a non-empty string of at most {MAX_SUBJECT_LENGTH} characters")
+    return check_text(subject, "source.subject")
 
 
 def check_records(
@@ -66,7 +81,8 @@ def check_records(
             times = {field: parse_instant(record.get(field), f"{where}.{field}") for field in TIME_FIELDS}
             request = WriteRequest(
                 content=check_content(record.get("content"), limits),
-                subject=principal.subject,
+                subject=check_author(record.get("source"), principal.subject),
+                importer=principal.subject,
                 namespace=namespace,
                 kind=check_kind(record.get("kind", "episodic")).value,
                 importance=check_importance(record.get("importance")),
@@ -78,9 +94,16 @@ def check_records(
                 skip_deleted_repeats=True,
                 imported=True,
                 deleted_at=times["deleted_at"],  # a record exported as forgotten is stored forgotten, in one step
-                delete_reason="imported as deleted" if times["deleted_at"] is not None else None,
+                delete_reason=check_reason(
+                    record.get("delete_reason"), times["deleted_at"] is not None, "delete_reason", "imported as deleted"
+                ),
                 archived_at=times["archived_at"],  # and one exported as archived is stored archived
-                archive_reason=check_archive_reason(record.get("archive_reason"), times["archived_at"] is not None),
+                archive_reason=check_reason(
+                    record.get("archive_reason"),
+                    times["archived_at"] is not None,
+                    "archive_reason",
+                    "imported as archived",
+                ),
             )
         except InvalidArgument as exc:
             message = exc.message if exc.message.startswith(where) else f"{where}: {exc.message}"
@@ -160,16 +183,9 @@ def register_admin_tools(server: MCPServer) -> None:
         confirm: Annotated[str, Field(description="The namespace again.")],
         request_id: str | None = None,
     ) -> PurgeAnswer:
-        """Admin: permanently delete a namespace's memories and its sessions' events. Irreversible."""
+        """Admin: permanently erase a namespace from every store (memories, their copies, events, working memory,
+        recall log, stored answers); answers a receipt. Irreversible."""
         if confirm != namespace:
             raise InvalidArgument("confirm must repeat the namespace name exactly")
         call = current_call()
-        deleted = await call.runtime.memories.purge(call.scope, namespace)
-        removed = await call.runtime.events.purge(call.scope, namespace)  # its sessions' events and records too
-        return {
-            "status": "purged",
-            "namespace": namespace,
-            "deleted": deleted,
-            "events_deleted": removed.events,
-            "sessions_deleted": removed.sessions,
-        }
+        return await purge_everywhere(call.runtime, call.principal, call.scope, namespace)

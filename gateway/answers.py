@@ -20,6 +20,7 @@ Kind = Literal["episodic", "semantic"]
 class Source(TypedDict):
     subject: str
     request_id: str | None
+    importer: NotRequired[str]  # an imported memory: the admin subject that imported it (`subject`: its author)
 
 
 class Record(TypedDict):
@@ -40,6 +41,7 @@ class Record(TypedDict):
     access_count: int
     expires_at: Instant | None
     deleted_at: Instant | None
+    delete_reason: NotRequired[Annotated[str, Field(description="Why it was forgotten, when a reason was given.")]]
     origin_id: str | None
     supersedes: list[str]
     superseded_by: str | None
@@ -113,6 +115,7 @@ class Hit(Cited):
     access_count: NotRequired[int]
     expires_at: NotRequired[Instant | None]
     deleted_at: NotRequired[Instant | None]
+    delete_reason: NotRequired[str]
     origin_id: NotRequired[str | None]
     supersedes: NotRequired[list[str]]
     superseded_by: NotRequired[str | None]
@@ -211,6 +214,20 @@ class ExportAnswer(TypedDict):
     next_cursor: str | None
 
 
+class SelectAnswer(TypedDict):
+    records: list[Record]
+    next_cursor: str | None
+    scanned: int  # memories read by this call, selected or not
+
+
+class ForgetSelectedAnswer(TypedDict):
+    status: Literal["forgotten"]
+    forgotten: dict[str, int]  # namespace -> memories forgotten by this call (linked copies too)
+    already_forgotten: int
+    next_cursor: str | None
+    scanned: int
+
+
 class ImportAnswer(TypedDict):
     status: Literal["imported"]
     namespace: str
@@ -224,9 +241,19 @@ class ConsolidateAnswer(TypedDict):
     written: list[str]
 
 
+class ErasureReceipt(TypedDict):
+    """What an erasure removed, counted per store, when and for which admin: no content (kept in the audit log)."""
+
+    at: Instant
+    by: str
+    namespace: str
+    removed: dict[str, int]
+
+
 class PurgeAnswer(TypedDict):
     status: Literal["purged"]
     namespace: str
     deleted: int
     events_deleted: int
     sessions_deleted: int
+    receipt: ErasureReceipt

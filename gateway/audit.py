@@ -34,7 +34,7 @@ def audit_event(
         namespace = body.get("namespace", namespace)
     elif isinstance(arguments.get("id"), str):
         ids.append(arguments["id"])
-    return {
+    event = {
         "time": datetime.now(UTC).isoformat(),
         "tenant": tenant,
         "subject": subject,
@@ -44,6 +44,9 @@ def audit_event(
         "request_id": arguments.get("request_id") if isinstance(arguments.get("request_id"), str) else None,
         "outcome": outcome,
     }
+    if body is not None and isinstance(body.get("receipt"), dict):
+        event["receipt"] = body["receipt"]  # an erasure's counts per store, time and admin: no content
+    return event
 
 
 def emit(event: dict[str, Any]) -> None:

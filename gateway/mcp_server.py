@@ -11,6 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, Icon, InputRequiredResult, ToolAnnotations
 from mcp_types import Tool as MCPTool
 
+from gateway.admin import register_selection_tools
 from gateway.admin_tools import register_admin_tools
 from gateway.arguments import make_strict, publish_bounds
 from gateway.batch_tools import register_batch_tools
@@ -114,6 +115,7 @@ def build_mcp_server(holder: RuntimeHolder, telemetry: Telemetry, limits: Engine
     register_feedback_tools(server, telemetry.metrics)
     register_session_tools(server)
     register_admin_tools(server)
+    register_selection_tools(server)
     register_debug_tools(server)
     register_reembed_tools(server)
     return server

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from gateway.answers import Cited, Hit, Record, SessionAnswer, WriteExplanation
+from gateway.answers import Cited, Hit, Record, SessionAnswer, Source, WriteExplanation
 from memory.linking import pipeline_notes
 from memory.models import Memory, MemoryKind, RecallHit, WorkingMemory, WriteOutcome
 from memory.pipeline.injection import untrusted_mark
@@ -16,6 +16,7 @@ RECORD_FIELDS = frozenset(
         "id", "namespace", "kind", "content", "importance", "tags", "metadata", "session_id", "follows",
         "created_at", "updated_at", "last_accessed_at", "access_count", "expires_at", "deleted_at", "origin_id",
         "supersedes", "superseded_by", "source", "archived_at", "archive_reason", "stored_at",
+        "delete_reason",
     }
 )  # fmt: skip
 TIME_FIELDS = (
@@ -25,6 +26,14 @@ TIME_FIELDS = (
 
 def iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
+def source_json(memory: Memory) -> Source:
+    """Who wrote a memory, with the request; for an imported one the admin who imported it too."""
+    source: Source = {"subject": memory.source.subject, "request_id": memory.source.request_id}
+    if memory.source.importer is not None:
+        source["importer"] = memory.source.importer
+    return source
 
 
 def memory_json(memory: Memory) -> Record:
@@ -47,11 +56,13 @@ def memory_json(memory: Memory) -> Record:
         "origin_id": memory.origin_id,
         "supersedes": memory.supersedes,
         "superseded_by": memory.superseded_by,
-        "source": {"subject": memory.source.subject, "request_id": memory.source.request_id},
+        "source": source_json(memory),
         "archived_at": iso(memory.archived_at),  # in the archive since then (`memory.archive`), and why
         "archive_reason": memory.archive_reason,
         "stored_at": iso(memory.stored_at),  # when the gateway took it in (an import: when it was imported)
     }
+    if memory.delete_reason is not None:
+        record["delete_reason"] = memory.delete_reason  # why it was forgotten (a hidden memory is explained)
     return cast(Record, record)
 
 

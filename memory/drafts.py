@@ -116,7 +116,12 @@ def new_draft(
         superseded_by=None,
         origin_id=None,
         session_id=session_id,
-        source=Source(subject=request.subject, request_id=request_id, tool=request.tool),
+        source=Source(
+            subject=request.subject,
+            request_id=request_id,
+            tool=request.tool,
+            importer=request.importer if request.imported else None,
+        ),
         tags=tags,
         metadata=metadata,
         embedding_model=model_id,

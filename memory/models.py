@@ -29,11 +29,13 @@ CONSOLIDATED = "consolidate"
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Provenance: who wrote a memory and with which request."""
+    """Provenance: who wrote a memory and with which request; for an imported record, `subject` is the author its
+    export named and `importer` the admin subject that imported it."""
 
     subject: str
     request_id: str | None = None
     tool: str | None = None
+    importer: str | None = None
 
 
 @dataclass(slots=True)

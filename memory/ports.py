@@ -175,6 +175,13 @@ class VectorStore(Protocol):
         """Hard-delete every memory of one namespace (admin scopes only); returns how many were removed."""
         ...
 
+    async def delete(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> int:
+        """Hard-delete the memories with those ids in the admin scope's tenant, whatever their namespace or status
+        (admin scopes only; an id of another tenant or of none is left alone); returns how many were removed.
+        What a search, a list, a count or the keyword statistics answer afterwards is as if they were never
+        written."""
+        ...
+
     async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:
         """Increment access counts and set `last_accessed_at` of the given memories."""
         ...
@@ -239,6 +246,11 @@ class WorkingMemoryStore(Protocol):
         merge: bool,
         ttl_seconds: int,
     ) -> WorkingMemory: ...
+
+    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
+        """Remove every session of one namespace of the admin scope's tenant (admin scopes only), its state and
+        turns; returns how many sessions were removed."""
+        ...
 
     async def take(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
         """Remove the session and return what it held (None when it held nothing live), in one atomic step: a

@@ -10,10 +10,10 @@ earlier in id order, which is time order; a bounded cache of the latest turn per
 vector with the memory's day in words. Pages of `BATCH` memories, one embedder call per page (the embedders run
 in worker threads, the keyword vectors are computed in one too), so memory stays bounded.
 
-A catch-up pass replays recorded purges first, then re-reads each changed id from the old index: a memory gone
-from it was purged (already replayed); one whose text is unchanged gets its payload only (its new vectors stay);
-any other is re-embedded. Verification streams both indexes tenant by tenant and compares, per namespace, the
-count and a digest of every memory's id and state.
+A catch-up pass replays recorded purges and deletes first, then re-reads each changed id from the old index: a
+memory gone from it was purged or deleted (already replayed); one whose text is unchanged gets its payload only
+(its new vectors stay); any other is re-embedded. Verification streams both indexes tenant by tenant and compares,
+per namespace, the count and a digest of every memory's id and state.
 """
 
 from __future__ import annotations
@@ -151,6 +151,8 @@ class Reembedding:
         """Apply the recorded changes to the new index (see the module docstring); returns how many."""
         for tenant, namespace in changes.purges:
             await self.target.purge(self.scope_of(tenant), namespace)
+        for tenant, deleted in changes.deletes.items():
+            await self.target.delete(self.scope_of(tenant), sorted(deleted))
         for tenant, ids in changes.ids.items():
             scope = self.scope_of(tenant)
             ordered = sorted(ids)

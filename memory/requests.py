@@ -28,6 +28,7 @@ class WriteRequest:
     # imports of exported records: they passed the write pipeline once, so no density filter and no update of a
     # near-duplicate in place (exact repeats are still skipped, contradicted memories still superseded)
     imported: bool = False
+    importer: str | None = None  # imports: the admin subject importing (`subject` is the author the record names)
     # imports of a record exported as forgotten: stored forgotten in the same step (never live in between)
     deleted_at: datetime | None = None
     delete_reason: str | None = None

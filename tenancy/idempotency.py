@@ -16,9 +16,17 @@ between awaits in process), so of many racing retries exactly one runs.
 
 Redis record (key `IdempotencyKey.redis_key`, i.e. `hs:{tenant}:idem:<digest>`, one key per script, so it
 works on Redis Cluster), JSON: `{"state": "pending", "fp": ..., "owner": ...}` with the lease as its TTL,
-renewed only by its owner token, then `{"state": "done", "fp": ..., "response": ...}` with the retention TTL.
-Waiters poll with a backoff from 5 ms to 100 ms. Every Redis failure, and a wait that times out, raises
+renewed only by its owner token, then `{"state": "done", "fp": ..., "subject": ..., "response": ...}` with the
+retention TTL. Waiters poll with a backoff from 5 ms to 100 ms. Every Redis failure, and a wait that times out, raises
 `BackendUnavailable`.
+
+`erase` removes completed records of one tenant by the key's subject or by a value their response holds
+(`Erasure`, the one rule both stores apply); a claim still running is never erased. The done record carries the
+key's subject for it (the Redis key is a digest); a done record written without it (by an older version, within
+its retention) is matched by its response only. On Redis, `erase` SCANs the tenant's
+`hs:{tenant}:idem:*` keys (every primary of a cluster; the tenant name glob-escaped, each key's tenant part
+checked exactly), reads them, and deletes each matching one with a script that deletes only if the key still
+holds the very record it read, so a record claimed or completed meanwhile stays.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -40,7 +48,7 @@ from redis.asyncio.cluster import RedisCluster
 from memory.cpu_meter import waiting_elsewhere
 from memory.errors import BackendUnavailable
 from memory.redis_errors import redis_errors
-from tenancy.limits import Claim, Conflict, IdempotencyKey, IdempotencyStore, Replay, Started
+from tenancy.limits import Claim, Conflict, IdempotencyKey, IdempotencyStore, Replay, Started, tenant_prefix
 
 logger = logging.getLogger("hindsight.idempotency")
 
@@ -89,6 +97,43 @@ async def _keep_renewing(store: IdempotencyStore, key: IdempotencyKey, done: any
         if not held:
             logger.warning("an idempotency claim ran out while its call was running; a retry may run it too")
             return
+
+
+@dataclass(frozen=True, slots=True)
+class Erasure:
+    """Which completed records `IdempotencyStore.erase` removes: those whose key's subject is one of `subjects`,
+    or whose response holds one of `mentions` as a string value at any depth (dict values and list items; dict
+    keys do not count). Both stores apply this one rule."""
+
+    subjects: frozenset[str]
+    mentions: frozenset[str]
+
+    @classmethod
+    def of(cls, subjects: Collection[str], mentions: Collection[str]) -> Erasure:
+        return cls(frozenset(subjects), frozenset(mentions))
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to look for: no record matches."""
+        return not self.subjects and not self.mentions
+
+    def matches(self, subject: str | None, response: Any) -> bool:
+        """Whether the completed record of a key with `subject` (None: not known) and stored `response` goes."""
+        if subject is not None and subject in self.subjects:
+            return True
+        if not self.mentions:
+            return False
+        stack: list[Any] = [response]
+        while stack:  # no recursion: a deeply nested response cannot exhaust the stack
+            value = stack.pop()
+            if isinstance(value, str):
+                if value in self.mentions:
+                    return True
+            elif isinstance(value, dict):
+                stack.extend(value.values())
+            elif isinstance(value, list | tuple):
+                stack.extend(value)
+        return False
 
 
 @dataclass
@@ -194,6 +239,20 @@ class InProcessIdempotency:
             del self._entries[key]
             entry.finished.set()
 
+    async def erase(self, tenant: str, *, subjects: Collection[str] = (), mentions: Collection[str] = ()) -> int:
+        erasure = Erasure.of(subjects, mentions)
+        if erasure.empty:
+            return 0
+        self._drop_expired()
+        doomed = [
+            key
+            for key, entry in self._entries.items()
+            if key.tenant == tenant and entry.done and erasure.matches(key.subject, entry.response)
+        ]
+        for key in doomed:  # done records have no waiters; their stale `_expiry` items are skipped when due
+            del self._entries[key]
+        return len(doomed)
+
     async def ping(self) -> None:
         return None
 
@@ -242,6 +301,31 @@ if ARGV[1] ~= '' and record['owner'] ~= ARGV[1] then return 0 end
 return redis.call('DEL', KEYS[1])
 """
 
+# KEYS[1] record; ARGV: the record as `erase` read it. Deletes it only if the key still holds exactly that record
+# (not a claim or another record written since). Returns 1 if deleted, else 0.
+_ERASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+_SCAN_COUNT = 1000  # keys a SCAN step looks at (of all tenants and stores): fewer round trips over a large keyspace
+_READ_BATCH = 200  # records read per pipeline by `erase`
+_DIGEST_LENGTH = 32  # hex digits of the digest ending a record key (`IdempotencyKey.redis_key`)
+_HEX_DIGITS = frozenset("0123456789abcdef")
+_GLOB_SPECIAL = frozenset("*?[]\\")
+
+
+def _glob_escape(text: str) -> str:
+    """`text` as a Redis glob pattern matching exactly itself."""
+    return "".join(f"\\{char}" if char in _GLOB_SPECIAL else char for char in text)
+
+
+def _is_record_key(key: str, record_prefix: str) -> bool:
+    """Whether `key` is an idempotency record of the tenant whose record keys start with `record_prefix`: the
+    prefix, then a digest and nothing else (so not a key of a tenant whose name merely starts the same way)."""
+    digest = key[len(record_prefix) :]
+    return key.startswith(record_prefix) and len(digest) == _DIGEST_LENGTH and set(digest) <= _HEX_DIGITS
+
 
 class RedisIdempotency:
     """`IdempotencyStore` on Redis, shared by every replica (see the module docstring for the record)."""
@@ -262,6 +346,7 @@ class RedisIdempotency:
         self._renew = client.register_script(_RENEW)
         self._complete = client.register_script(_COMPLETE)
         self._abandon = client.register_script(_ABANDON)
+        self._erase = client.register_script(_ERASE)
         # redis key -> owner token of the claims this instance holds (until complete/abandon), so `renew` and
         # `abandon` never touch a claim that another replica took over after ours ran out
         self._owned: dict[str, str] = {}
@@ -307,7 +392,7 @@ class RedisIdempotency:
 
     async def complete(self, key: IdempotencyKey, fingerprint: str, response: dict[str, Any]) -> None:
         redis_key = key.redis_key
-        done = json.dumps({"state": "done", "fp": fingerprint, "response": response})
+        done = json.dumps({"state": "done", "fp": fingerprint, "subject": key.subject, "response": response})
         with redis_errors("idempotency store"):
             await self._complete(keys=[redis_key], args=[fingerprint, done, self._retention_ms])
         self._owned.pop(redis_key, None)
@@ -330,6 +415,50 @@ class RedisIdempotency:
         owner = self._owned.pop(redis_key, "")
         with redis_errors("idempotency store"):
             await self._abandon(keys=[redis_key], args=[owner])
+
+    async def erase(self, tenant: str, *, subjects: Collection[str] = (), mentions: Collection[str] = ()) -> int:
+        erasure = Erasure.of(subjects, mentions)
+        if erasure.empty:
+            return 0
+        record_prefix = f"{tenant_prefix(tenant)}:idem:"
+        pattern = f"{_glob_escape(record_prefix)}*"
+        removed = 0
+        batch: list[str] = []
+        with redis_errors("idempotency store"):
+            async for raw_key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT):
+                key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
+                if not _is_record_key(key, record_prefix):
+                    continue
+                batch.append(key)
+                if len(batch) >= _READ_BATCH:
+                    removed += await self._erase_matching(batch, erasure)
+                    batch = []
+            if batch:
+                removed += await self._erase_matching(batch, erasure)
+        return removed
+
+    async def _erase_matching(self, keys: list[str], erasure: Erasure) -> int:
+        """Read the records at `keys` and delete the completed ones `erasure` matches, each only if it is still
+        the record read. Returns how many were deleted."""
+        async with self._client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.get(key)
+            values: list[Any] = await pipe.execute()
+        removed = 0
+        for key, raw in zip(keys, values, strict=True):
+            if raw is None:
+                continue  # gone since the scan (expired, erased by a concurrent erase)
+            try:
+                record = _decode(raw)
+            except BackendUnavailable:
+                logger.warning("an idempotency record that is not JSON was left in place by an erase")
+                continue
+            if record.get("state") != "done":
+                continue  # a call still running
+            subject = record.get("subject")
+            if erasure.matches(subject if isinstance(subject, str) else None, record.get("response")):
+                removed += int(await self._erase(keys=[key], args=[raw]))
+        return removed
 
     async def ping(self) -> None:
         with redis_errors("idempotency store"):

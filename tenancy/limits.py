@@ -7,7 +7,7 @@ slot and multi-key scripts stay legal.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -80,6 +80,12 @@ class IdempotencyStore(Protocol):
 
     async def abandon(self, key: IdempotencyKey) -> None:
         """Release a claim whose call failed, so a retry can run it again."""
+        ...
+
+    async def erase(self, tenant: str, *, subjects: Collection[str] = (), mentions: Collection[str] = ()) -> int:
+        """Remove the completed records of `tenant` whose key's subject is one of `subjects`, or whose stored
+        response holds one of `mentions` as a string value at any depth (a memory id, a namespace); claims of
+        calls still running are left alone. Returns how many records were removed."""
         ...
 
     async def ping(self) -> None: ...

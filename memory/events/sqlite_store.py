@@ -196,6 +196,7 @@ class SqliteEventStore:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_seconds)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {synchronous}")
+            conn.execute("PRAGMA secure_delete = ON")  # a deleted row's bytes are overwritten, not left in free pages
             conn.executescript(_SCHEMA)
             _add_request_index(conn)
         except (sqlite3.Error, OSError) as exc:
@@ -377,6 +378,8 @@ class SqliteEventStore:
             with _transaction(conn):
                 events = conn.execute("DELETE FROM events WHERE tenant = ? AND namespace = ?", where).rowcount
                 sessions = conn.execute("DELETE FROM sessions WHERE tenant = ? AND namespace = ?", where).rowcount
+            # the write-ahead log still holds the pages as they were before: copy it back and empty it (an erasure)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return EventCounts(events, sessions)
 
         return await self._call(work)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Collection
 from datetime import timedelta
 
 from memory.clock import Clock
@@ -10,7 +11,9 @@ from memory.recall_log.store import (
     DEFAULT_MAX_AGE_SECONDS,
     DEFAULT_MAX_ENTRIES,
     RecallLogEntry,
+    check_eraser,
     check_reader,
+    erasable,
     matches,
 )
 from memory.scope import NamespaceScope
@@ -59,6 +62,26 @@ class InProcessRecallLog:
                 if len(found) == limit:
                     break
         return found
+
+    async def erase(
+        self,
+        scope: NamespaceScope,
+        *,
+        namespaces: Collection[str] = (),
+        subjects: Collection[str] = (),
+        memory_ids: Collection[str] = (),
+    ) -> int:
+        check_eraser(scope)
+        if not (namespaces or subjects or memory_ids) or scope.tenant not in self._logs:
+            return 0
+        names, who, ids = frozenset(namespaces), frozenset(subjects), frozenset(memory_ids)
+        log = self._live(scope.tenant)
+        kept = [entry for entry in log if not erasable(entry, names, who, ids)]
+        removed = len(log) - len(kept)
+        if removed:
+            log.clear()
+            log.extend(kept)  # same order, same `maxlen`; nothing awaits in between
+        return removed
 
     async def close(self) -> None:
         self._logs.clear()

@@ -6,11 +6,14 @@ time on the injected clock in integer microseconds since the epoch, so the scrip
 an item's age without decoding it. One Lua script pushes (when given an item), trims to `max_entries` (LTRIM)
 and pops from the tail the items older than the cutoff; reads run it without an item, then LRANGE. The key's
 Redis TTL (`PEXPIRE`, relative, real time: `max_age_seconds`) only garbage-collects the log of a tenant that
-stopped recalling. Every Redis failure is raised as `BackendUnavailable`."""
+stopped recalling. `erase` applies the bounds, reads the list, picks the entries to remove in Python (`erasable`)
+and removes exactly those items with a second script (one `LREM` each, from the tail: the oldest copy), so an entry
+appended meanwhile is never lost. Every Redis failure is raised as `BackendUnavailable`."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,9 +25,11 @@ from memory.recall_log.store import (
     DEFAULT_MAX_AGE_SECONDS,
     DEFAULT_MAX_ENTRIES,
     RecallLogEntry,
+    check_eraser,
     check_reader,
     decode_entry,
     encode_entry,
+    erasable,
     matches,
 )
 from memory.redis_errors import redis_errors
@@ -50,6 +55,16 @@ while true do
   redis.call('RPOP', key)
 end
 return redis.call('LLEN', key)
+"""
+
+# KEYS[1] the tenant's log; ARGV: the exact items to remove (one occurrence each). Returns how many were removed.
+_REMOVE = """
+local key = KEYS[1]
+local removed = 0
+for i = 1, #ARGV do
+  removed = removed + redis.call('LREM', key, -1, ARGV[i])
+end
+return removed
 """
 
 
@@ -78,6 +93,7 @@ class RedisRecallLog:
         self._max_age = timedelta(seconds=max_age_seconds)
         self._ttl_ms = max(1, math.ceil(max_age_seconds * 1000))
         self._bound = client.register_script(_BOUND)
+        self._remove = client.register_script(_REMOVE)
 
     @staticmethod
     def _key(scope: NamespaceScope) -> str:
@@ -112,6 +128,28 @@ class RedisRecallLog:
                 if len(found) == limit:
                     break
         return found
+
+    async def erase(
+        self,
+        scope: NamespaceScope,
+        *,
+        namespaces: Collection[str] = (),
+        subjects: Collection[str] = (),
+        memory_ids: Collection[str] = (),
+    ) -> int:
+        check_eraser(scope)
+        if not (namespaces or subjects or memory_ids):
+            return 0
+        await self._run(scope, "")
+        with redis_errors("recall log"):
+            raw = await self._client.lrange(self._key(scope), 0, -1)
+        names, who, ids = frozenset(namespaces), frozenset(subjects), frozenset(memory_ids)
+        doomed = [text for text in map(_text, raw) if erasable(decode_entry(text.split("|", 1)[1]), names, who, ids)]
+        if not doomed:
+            return 0
+        with redis_errors("recall log"):
+            removed = await self._remove(keys=[self._key(scope)], args=doomed)
+        return int(removed)
 
     async def close(self) -> None:
         """The client belongs to the shared state, which closes it."""

@@ -184,6 +184,30 @@ class EdgeVectorStore(EdgeSearches):
             self._dirty = True
         return int(count)
 
+    async def delete(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> int:
+        if not scope.admin:
+            raise NamespaceForbidden("deleting memories needs an admin scope")
+        if not memory_ids:
+            return 0
+        ids: set[Any] = set(memory_ids)
+        # the tenant condition: a point of another tenant with one of the ids is left alone
+        flt = qe.Filter(must=[*scope_conditions(scope, ()), qe.HasIdCondition(ids)])
+        request = qe.ScrollRequest(limit=len(ids), filter=flt, with_payload=False)
+        async with self._write_lock:
+            records, _ = await self._run(lambda: self._shard.scroll(request))
+            found = [record.id for record in records]
+            if not found:
+                return 0
+            delete = qe.UpdateOperation.delete_points_by_filter(flt)
+            # read back: each deleted id then counts for nothing, taking back exactly what it added
+            await self._run(
+                self._keeping(
+                    lambda: self._shard.update(delete), lambda: self._stats.observe(self._shard, found), found
+                )
+            )
+            self._dirty = True
+        return len(found)
+
     def _keeping(
         self, write: Callable[[], object], record: Callable[[], object], ids: Sequence[object] | None
     ) -> Callable[[], None]:
@@ -240,8 +264,8 @@ class EdgeVectorStore(EdgeSearches):
     async def get_many(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> builtins.list[Memory]:
         if not memory_ids:
             return []
-        ids = set(memory_ids)
-        flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition(set(ids))])
+        ids: set[Any] = set(memory_ids)
+        flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition(ids)])
         records, _ = await self._run(
             lambda: self._shard.scroll(qe.ScrollRequest(limit=len(ids), filter=flt, with_payload=True)), len(ids)
         )

@@ -72,6 +72,8 @@ def to_payload(memory: Memory) -> dict[str, Any]:
         source["request_id"] = memory.source.request_id
     if memory.source.tool is not None:
         source["tool"] = memory.source.tool
+    if memory.source.importer is not None:
+        source["importer"] = memory.source.importer
     payload = {
         "tenant": memory.tenant,
         "namespace": memory.namespace,
@@ -212,7 +214,9 @@ def from_payload(memory_id: object, payload: dict[str, Any]) -> Memory:
             None if (text := get("superseded_by")) is None else _text(text, "superseded_by"),
             None if (text := get("origin_id")) is None else _text(text, "origin_id"),
             None if (text := get("session_id")) is None else _text(text, "session_id"),
-            Source(str(source.get("subject", "")), source.get("request_id"), source.get("tool")),
+            Source(
+                str(source.get("subject", "")), source.get("request_id"), source.get("tool"), source.get("importer")
+            ),
             [] if (items := get("tags")) is None else _list(items, "tags"),
             {} if metadata is None else dict(_object(metadata, "metadata")),
             str(get("embedding_model", "")),

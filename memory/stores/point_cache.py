@@ -2,13 +2,13 @@
 the engine for every candidate on every recall (the payload parsed by the engine, converted to Python objects and
 decoded into a `Memory`, with its keyword terms, and for keyword-only hits its dense vector).
 
-Why it is safe: the embedded store is held by one process (an exclusive lock on its folder), so every change to a
-point goes through `EdgeVectorStore`'s four writes (upsert, update, purge, access bumps), and each one drops what it
+Why it is safe: the embedded store is held by one process (an exclusive lock on its folder), so every change to a point
+goes through `EdgeVectorStore`'s five writes (upsert, update, purge, delete, access bumps), and each one drops what it
 changed once the engine has it (all of them when a write fails, whatever the engine applied). Each write marks its
-beginning and its end (`begin_write`, `end_write`: what it wrote dropped). A search takes a `snapshot` before its
-engine reads; when a write began or ended since, it trusts nothing the cache holds (the engine may already answer
-with the new state of a point the cache still holds the old one of) and keeps nothing it read (it may have read the
-old state). So a search sees each point as the engine held it during the search.
+beginning and its end (`begin_write`, `end_write`: what it wrote dropped). A search takes a `snapshot` before its engine
+reads; when a write began or ended since, it trusts nothing the cache holds (the engine may already answer with the new
+state of a point the cache still holds the old one of) and keeps nothing it read (it may have read the old state). So a
+search sees each point as the engine held it during the search.
 
 Once most of a dense search's hits are held (`warm`), it asks the engine for ids and scores only and reads by id, in
 the same worker job, the points it lacks; until then its query reads payloads and fills the cache from them. A

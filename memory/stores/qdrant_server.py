@@ -253,6 +253,18 @@ class QdrantServerStore:
         await self._call(lambda: self._client.delete(self._collection, qm.FilterSelector(filter=flt)))
         return int(counted.count)
 
+    async def delete(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> int:
+        if not scope.admin:
+            raise NamespaceForbidden("deleting memories needs an admin scope")
+        if not memory_ids:
+            return 0
+        # the tenant condition: a point of another tenant with one of the ids is left alone
+        flt = qm.Filter(must=[*scope_conditions(scope, ()), _has_id(sorted(set(memory_ids)))])
+        counted = await self._call(lambda: self._client.count(self._collection, count_filter=flt, exact=True))
+        if counted.count:
+            await self._call(lambda: self._client.delete(self._collection, qm.FilterSelector(filter=flt)))
+        return int(counted.count)
+
     async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:
         """Read the counts, then set count + 1 per group of equal counts. Not atomic across gateway replicas (a
         concurrent bump of the same memory elsewhere can be lost); serialised within this process."""

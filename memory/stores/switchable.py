@@ -3,10 +3,10 @@ each delegating to the index (and model) now active, so a re-embedding (`memory.
 without any holder noticing.
 
 While a migration runs, the store records what every change touched (`Changes`: the ids upserted, updated or
-given an access, the namespaces purged), noted *after* the change returned, so a catch-up pass that takes the
-record and then reads the old index always reads a state at least as new as the one noted. `paused()` holds new
-changes back and waits until none is in flight: the final catch-up, the verification and the switch run with
-the old index still. Reads never wait.
+given an access, the namespaces purged, the ids deleted), noted *after* the change returned, so a catch-up pass
+that takes the record and then reads the old index always reads a state at least as new as the one noted.
+`paused()` holds new changes back and waits until none is in flight: the final catch-up, the verification and
+the switch run with the old index still. Reads never wait.
 
 After a switch, a change that started before it (its vector computed with the old model) is made right here: an
 upsert of a memory still stamped with another model is re-embedded by the `Restamp` the switch gave, a payload
@@ -49,13 +49,19 @@ CLOSE_WAIT_SECONDS = 30.0  # how long a retired index waits for the reads that s
 
 @dataclass
 class Changes:
-    """What changed in the active index since the record was last taken: ids per tenant, purged namespaces."""
+    """What changed in the active index since the record was last taken: ids per tenant, purged namespaces, and
+    ids deleted per tenant (for the catch-up to delete from the new index: re-read, they are simply gone)."""
 
     ids: dict[str, set[str]] = field(default_factory=dict)
     purges: list[tuple[str, str]] = field(default_factory=list)
+    deletes: dict[str, set[str]] = field(default_factory=dict)
 
     def __len__(self) -> int:
-        return sum(len(ids) for ids in self.ids.values()) + len(self.purges)
+        return (
+            sum(len(ids) for ids in self.ids.values())
+            + len(self.purges)
+            + sum(len(ids) for ids in self.deletes.values())
+        )
 
 
 class _Uses:
@@ -186,6 +192,16 @@ class SwitchableStore:
             finally:
                 if self._changes is not None:
                     self._changes.purges.append((scope.tenant, namespace))
+
+        return await self._change(run, scope.tenant)
+
+    async def delete(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> int:
+        async def run(store: VectorStore) -> int:
+            try:
+                return await store.delete(scope, memory_ids)
+            finally:
+                if self._changes is not None and scope.admin and memory_ids:  # a refused call deleted nothing
+                    self._changes.deletes.setdefault(scope.tenant, set()).update(memory_ids)
 
         return await self._change(run, scope.tenant)
 

@@ -16,7 +16,7 @@ import anyio
 from memory.clock import Clock
 from memory.errors import NamespaceForbidden
 from memory.models import Turn, WorkingMemory
-from memory.scope import NamespaceScope
+from memory.scope import NamespaceScope, validate_namespace
 
 
 @dataclass
@@ -132,6 +132,22 @@ class InProcessWorkingMemory:
                 return None
             del self._sessions[key]
             return self._view(key, session)
+
+    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
+        """Remove every session of one namespace of the admin scope's tenant; returns how many live ones there
+        were (an expired session, already gone for every read, is dropped without being counted)."""
+        if not scope.admin:
+            raise NamespaceForbidden("purging a namespace needs an admin scope")
+        validate_namespace(namespace)
+        async with self._lock:
+            now = self._clock.now()
+            doomed = [key for key in self._sessions if key[0] == scope.tenant and key[1] == namespace]
+            removed = 0
+            for key in doomed:
+                session = self._sessions.pop(key)
+                if session.expires_at is None or session.expires_at > now:
+                    removed += 1
+            return removed
 
     async def ping(self) -> None:
         return None

@@ -13,6 +13,10 @@ do, and must not be able to spell another namespace's key). Hash fields:
 - `state`, `sv`: the state object (JSON) and a random version token. Deep merge runs in Python (`merge_state`)
   and is written with a compare-and-set script on `sv`, retried on conflict.
 
+`purge` finds a namespace's sessions with SCAN (on a cluster, redis-py's scan of every primary) and a MATCH pattern
+on the key prefix, keeps the keys whose namespace part is exactly that namespace, and drops them in batches with
+one script call each (all keys of a tenant share its hash tag, so one slot).
+
 Every Redis failure is raised as `BackendUnavailable`.
 """
 
@@ -37,6 +41,9 @@ from memory.working.in_process import merge_state
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _MAX_STATE_ATTEMPTS = 500
+_PURGE_BATCH = 100  # keys per purge script call
+_SCAN_COUNT = 1000  # SCAN's COUNT hint while purging
+_GLOB_SPECIAL = frozenset("*?[]\\")
 
 # KEYS[1] session; ARGV: now_us, expires_us, ttl_ms, window, turn_json.
 # Returns {evicted turns oldest first, HGETALL of the session}.
@@ -78,6 +85,24 @@ return session
 """
 
 
+# KEYS: sessions of one tenant; ARGV: now_us. Deletes every key; returns how many of them were live sessions.
+_PURGE = """
+local now = tonumber(ARGV[1])
+local live = 0
+for _, key in ipairs(KEYS) do
+  local exp = redis.call('HGET', key, 'exp')
+  if exp and tonumber(exp) > now then live = live + 1 end
+  redis.call('DEL', key)
+end
+return live
+"""
+
+
+def _glob_escaped(text: str) -> str:
+    """`text` as a literal in a Redis MATCH pattern."""
+    return "".join("\\" + char if char in _GLOB_SPECIAL else char for char in text)
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -111,6 +136,7 @@ class RedisWorkingMemory:
         self._clock = clock
         self._append = client.register_script(_APPEND)
         self._set_state = client.register_script(_SET_STATE)
+        self._purge = client.register_script(_PURGE)
 
     def _key(self, scope: NamespaceScope, namespace: str, session_id: str, write: bool) -> str:
         allowed = scope.can_write(namespace) if write else scope.can_read(namespace)
@@ -204,6 +230,35 @@ class RedisWorkingMemory:
             if session is not None:
                 return self._view(namespace, session_id, _fields(session))
         raise BackendUnavailable("working memory (redis): too many concurrent updates of one session")
+
+    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
+        """Remove every session of one namespace of the admin scope's tenant; returns how many live ones there
+        were (an expired session whose key Redis has not yet dropped is deleted without being counted). A
+        session written while the purge runs may survive it."""
+        if not scope.admin:
+            raise NamespaceForbidden("purging a namespace needs an admin scope")
+        prefix = f"hs:{{{scope.tenant}}}:wm:{validate_namespace(namespace)}:"
+        pattern = _glob_escaped(prefix) + "*"
+        removed = 0
+        batch: list[bytes | str] = []
+        with redis_errors("working memory"):
+            # the pattern also matches longer namespaces (`user:1` finds `user:1:2`'s keys): a session id is
+            # percent-encoded, so a key of this namespace has no ':' after the prefix
+            async for key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT):
+                name = _text(key)
+                if not name.startswith(prefix) or ":" in name[len(prefix) :]:
+                    continue
+                batch.append(key)
+                if len(batch) >= _PURGE_BATCH:
+                    removed += await self._drop(batch)
+                    batch = []
+            if batch:
+                removed += await self._drop(batch)
+        return removed
+
+    async def _drop(self, keys: list[bytes | str]) -> int:
+        live = await self._purge(keys=keys, args=[_micros(self._clock.now())])
+        return int(live)
 
     async def ping(self) -> None:
         with redis_errors("working memory"):

@@ -40,6 +40,30 @@ async def test_export_then_import_into_another_namespace_round_trips(app: Starle
     assert [m["deleted_at"] is not None for m in copy["memories"] if m["content"] == "A forgotten fact"] == [True]
 
 
+async def test_an_import_keeps_each_record_s_author_and_records_the_admin_who_imported_it(
+    app: Starlette, mint: Mint
+) -> None:
+    async with mcp_session(app, mint(tenant="acme", sub="alice", read=["user:1"], write=["user:1"])) as client:
+        data(await client.call_tool("write_memory", {"content": "Alice keeps bees on the roof"}))
+    admin = mint(tenant="acme", sub="ops", read=[], write=[], admin=True)
+    async with mcp_session(app, admin) as client:
+        records = data(await client.call_tool("export_memories", {"namespace": "user:1"}))["records"]
+        records.append({"content": "A line that names no author"})
+        data(await client.call_tool("import_memories", {"namespace": "shared:t", "records": records}))
+        forged = await client.call_tool(
+            "import_memories", {"namespace": "shared:t", "records": [{"content": "x", "source": {"subject": ""}}]}
+        )
+    async with mcp_session(app, mint(tenant="acme", sub="bob", read=["shared:t"], write=[])) as client:
+        listed = data(await client.call_tool("list_memories", {"namespace": "shared:t"}))["memories"]
+        hits = data(await client.call_tool("recall_memory", {"query": "bees on the roof", "namespaces": ["shared:t"]}))
+    sources = {m["content"]: m["source"] for m in listed}
+    assert sources["Alice keeps bees on the roof"]["subject"] == "alice"
+    assert sources["Alice keeps bees on the roof"]["importer"] == "ops"
+    assert sources["A line that names no author"]["subject"] == "ops"
+    assert error_code(forged) == "invalid_argument"
+    assert hits["memories"][0]["author"] == "alice"
+
+
 async def test_purge_hard_deletes_one_namespace_only_for_admins(app: Starlette, mint: Mint) -> None:
     user = mint(tenant="acme", read=["user:1", "user:2"], write=["user:1", "user:2"])
     async with mcp_session(app, user) as client:
@@ -51,6 +75,8 @@ async def test_purge_hard_deletes_one_namespace_only_for_admins(app: Starlette, 
         unconfirmed = await client.call_tool("purge_namespace", {"namespace": "user:1", "confirm": "user:2"})
         purged = data(await client.call_tool("purge_namespace", {"namespace": "user:1", "confirm": "user:1"}))
     assert error_code(unconfirmed) == "invalid_argument"
+    receipt = purged.pop("receipt")
+    assert (receipt["by"], receipt["namespace"], receipt["removed"]["memories"]) == ("ops", "user:1", 1)
     assert purged == {
         "status": "purged",
         "namespace": "user:1",
@@ -118,7 +144,9 @@ async def test_every_mutating_call_logs_one_content_free_audit_event(
     assert "Top secret" not in json.dumps(events)
 
 
-def test_cli_export_import_and_purge_work_in_direct_mode(tmp_path: Path, mint: Mint, settings: Settings) -> None:
+def test_cli_export_import_select_forget_and_purge_work_in_direct_mode(
+    tmp_path: Path, mint: Mint, settings: Settings
+) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
     env |= {"HINDSIGHT_DATA_DIR": str(tmp_path / "data")}
 
@@ -128,7 +156,9 @@ def test_cli_export_import_and_purge_work_in_direct_mode(tmp_path: Path, mint: M
         )
 
     source = tmp_path / "in.jsonl"
-    source.write_text("\n".join(json.dumps({"content": f"Imported line {i}"}) for i in range(3)) + "\n")
+    authors = [{"subject": "mallory"}, None, None]  # the first record names its author, the others none
+    records = [{"content": f"Imported line {i}", "source": author} for i, author in enumerate(authors)]
+    source.write_text("\n".join(json.dumps(record) for record in records) + "\n")
     imported = cli("import", "--tenant", "acme", "--namespace", "user:1", str(source))
     assert imported.returncode == 0, imported.stderr
     assert "imported 3" in imported.stderr
@@ -136,11 +166,19 @@ def test_cli_export_import_and_purge_work_in_direct_mode(tmp_path: Path, mint: M
     assert exported.returncode == 0, exported.stderr
     lines = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert sorted(r["content"] for r in lines) == [f"Imported line {i}" for i in range(3)]
+    selected = cli("select", "--tenant", "acme", "--written-by", "mallory")
+    assert selected.returncode == 0, selected.stderr
+    assert [json.loads(x)["content"] for x in selected.stdout.splitlines()] == ["Imported line 0"]
+    forgotten = cli("forget-selected", "--tenant", "acme", "--written-by", "mallory")
+    assert forgotten.returncode == 0, forgotten.stderr
+    assert json.loads(forgotten.stdout) == {"forgotten": {"user:1": 1}, "already_forgotten": 0}
+    assert cli("forget-selected", "--tenant", "acme").returncode != 0  # no criterion: refused, nothing forgotten
     refused = cli("purge", "--tenant", "acme", "--namespace", "user:1")
     assert refused.returncode == 2
     purged = cli("purge", "--tenant", "acme", "--namespace", "user:1", "--confirm", "user:1")
     assert purged.returncode == 0, purged.stderr
     assert "purged 3" in purged.stderr
+    assert json.loads(purged.stdout)["removed"]["memories"] == 3 and json.loads(purged.stdout)["by"] == "hindsight-cli"
 
 
 async def test_export_purge_import_restores_a_namespace_with_its_metadata(app: Starlette, mint: Mint) -> None:

@@ -890,14 +890,35 @@ class Runner:
             assert code(result) == "invalid_argument"
             return False
         doomed = [m for m in self.world.mems.values() if (m.tenant, m.namespace) == (agent.tenant, namespace)]
+        ids = {m.id for m in doomed}
+        copies = [m for m in self.world.mems.values() if m.origin in ids and m.namespace != namespace]
         expected = {"status": "purged", "namespace": namespace, "deleted": len(doomed)}
-        assert ok(result) == expected | {"events_deleted": 0, "sessions_deleted": 0}  # this model records no events
-        for mem in doomed:
+        body = ok(result)
+        receipt = body.pop("receipt")
+        assert body == expected | {"events_deleted": 0, "sessions_deleted": 0}  # this model records no events
+        assert receipt["removed"]["copies_in_other_namespaces"] == len(copies)  # an erasure reaches its copies
+        for mem in doomed + copies:
             del self.world.mems[mem.id]
             self.world.gone[mem.id] = mem.tenant
             self.world.gone_markers.add(mem.marker)
+        # and the stored answers naming it or them: a retry of those calls runs again
+        mentions = {namespace, *ids, *(m.id for m in copies)}
+        for key, (_, answer) in list(self.world.answers.items()):
+            if key[0] == agent.tenant and mentions & set(strings_in(answer)):
+                del self.world.answers[key]
         await self.check_stores_match_model()  # other tenants' namespace of the same name is untouched
         return True
+
+
+def strings_in(value: object) -> list[str]:
+    """Every string value at any depth of a JSON answer (what an erasure matches a stored answer by)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in strings_in(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in strings_in(item)]
+    return []
 
 
 def assert_matches(got: dict[str, Any], mem: Mem) -> None:

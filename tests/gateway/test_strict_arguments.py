@@ -103,6 +103,8 @@ WRONG_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("import_memories", {"namespace": "user:1", "records": "[]"}, "records"),
     ("consolidate", {"namespace": 5}, "namespace"),
     ("purge_namespace", {"namespace": "user:1", "confirm": True}, "confirm"),
+    ("select_memories", {"criteria": {"written_by": "a", "subject": "a"}}, "subject"),
+    ("forget_selected_memories", {"criteria": {"metadata_key": "k", "metadata_value": {"a": 1}}}, "metadata_value"),
 ]
 
 
@@ -138,7 +140,7 @@ async def test_every_tool_refuses_an_argument_its_schema_does_not_name(app: Star
         tools = (await client.list_tools()).tools
         refused = {tool.name: await client.call_tool(tool.name, {"surplus": 1}) for tool in tools}
         assert await nothing_stored(client)
-    assert len(tools) == 24
+    assert len(tools) == 26
     assert all("surplus: unknown argument" in refusal(result) for result in refused.values())
 
 
@@ -277,6 +279,8 @@ async def test_a_rejected_forget_leaves_the_memory_live(app: Starlette, http: ht
 
 
 def test_an_import_accepts_exactly_the_fields_an_export_writes() -> None:
-    record = memory_json(make_memory("The user likes tea", tenant="acme"))
+    memory = make_memory("The user likes tea", tenant="acme")
+    memory.deleted_at, memory.delete_reason = memory.created_at, "asked to forget"  # a forgotten one says why
+    record = memory_json(memory)
     assert set(record) == RECORD_FIELDS
     assert set(TIME_FIELDS) <= RECORD_FIELDS

@@ -30,6 +30,8 @@ ADMIN_TOOLS = {
     "import_events",
     "recall_log",
     "debug_session",
+    "select_memories",
+    "forget_selected_memories",
 }
 WRITE_TOOLS = {
     "write_memory",
@@ -103,6 +105,8 @@ async def one_call_of_each_tool(client: Client) -> dict[str, dict[str, Any]]:
     exported = await call("export_memories", {"namespace": "user:1"})
     await call("import_memories", {"namespace": "user:2", "records": exported["records"]})
     await call("consolidate", {"namespace": "user:1"})
+    await call("select_memories", {"criteria": {"written_by": "agent-1"}, "limit": 5})
+    await call("forget_selected_memories", {"criteria": {"tag": "prefs"}})
     await call("purge_namespace", {"namespace": "user:2", "confirm": "user:2"})
     return answers
 

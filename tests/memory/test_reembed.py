@@ -54,7 +54,7 @@ async def put(store: SwitchableStore | EdgeVectorStore, embedder: WordLlamaEmbed
     return memory.id
 
 
-async def test_catch_up_replays_a_purge_and_the_changes_made_during_the_copy(
+async def test_catch_up_replays_a_purge_a_delete_and_the_changes_made_during_the_copy(
     stores: tuple[SwitchableStore, EdgeVectorStore], embedder: WordLlamaEmbedder, use: UseEmbedder
 ) -> None:
     vectors, target = stores
@@ -62,6 +62,7 @@ async def test_catch_up_replays_a_purge_and_the_changes_made_during_the_copy(
     for i in range(5):
         await put(vectors, embedder, f"Fact {i} about the harbour", "user:1")
     kept = await put(vectors, embedder, "The boat is called Marlin", "user:2")
+    erased = await put(vectors, embedder, "The boat's spare key is under the mat", "user:2")
     vectors.start_recording()
     reembedding = job(vectors, target, use)
     await reembedding.copy_all()
@@ -70,6 +71,7 @@ async def test_catch_up_replays_a_purge_and_the_changes_made_during_the_copy(
     forgotten = await vectors.get(admin, kept)
     assert forgotten is not None
     await vectors.update(admin, replace(forgotten, deleted_at=NOW))
+    assert await vectors.delete(admin, [erased]) == 1  # erased during the migration: gone from the new index too
     await reembedding.catch_up(vectors.take_changes())
 
     checked = await reembedding.verify()

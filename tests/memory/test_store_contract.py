@@ -906,6 +906,109 @@ async def test_record_access_from_another_tenant_or_namespace_changes_nothing(
     assert await store.get(writer, memory.id) == memory
 
 
+# -- delete ----------------------------------------------------------------------------------------------------
+
+EVERY_STATUS = RecallFilter(now=NOW, include_superseded=True, include_archived=True)
+
+
+async def test_deleting_ids_removes_exactly_those_memories_whatever_their_namespace_or_status_from_every_read(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    admin = scope(acme, admin=True)
+    kept = make_memory("The user likes jazz", tenant=acme)
+    live = make_memory("The user likes tea", tenant=acme)
+    forgotten = make_memory("The user liked coffee", tenant=acme, deleted_at=START)
+    archived = make_memory("The user liked chess", tenant=acme, archived_at=START)
+    elsewhere = make_memory("The team meets on Mondays", tenant=acme, namespace="team:1")
+    await store.upsert(writer, [(m, vec(1), terms(42)) for m in (kept, live, forgotten, archived, elsewhere)])
+    spaces = ("user:1", "team:1")
+    assert await found(store, writer, spaces) == {kept.content, live.content, elsewhere.content}
+    gone = [live.id, forgotten.id, archived.id, elsewhere.id]
+    missing = make_memory("never stored", tenant=acme).id
+
+    assert await store.delete(admin, [*gone, missing, live.id]) == 4
+
+    assert [await store.get(admin, memory_id) for memory_id in gone] == [None] * 4
+    assert await store.get_many(admin, gone) == []
+    assert await everything(store, acme) == [kept]
+    assert await store.namespace_counts(admin) == {"user:1": 1}
+    assert await found(store, writer, spaces) == {kept.content}
+    keyword_hits = await store.search(writer, spaces, vec(1), 10, EVERY_STATUS, sparse=terms(42))
+    assert [h.memory.id for h in keyword_hits] == [kept.id]
+    assert await store.delete(admin, gone) == 0
+    assert await store.delete(admin, []) == 0
+
+
+async def test_deleting_leaves_a_memory_of_another_tenant_alone_even_when_its_id_is_named(
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+) -> None:
+    mine = make_memory("The user likes tea", tenant=acme)
+    theirs = make_memory("The user likes tea too", tenant=globex)
+    await put(store, writer, mine)
+    await put(store, scope(globex, write=["user:1"]), theirs)
+
+    assert await store.delete(scope(acme, admin=True), [mine.id, theirs.id]) == 1
+
+    assert await everything(store, acme) == []
+    assert await everything(store, globex) == [theirs]
+    assert await found(store, scope(globex, read=["user:1"]), ("user:1",)) == {theirs.content}
+
+
+async def test_deleting_memories_needs_an_admin_scope_and_a_refused_delete_removes_nothing(
+    store: VectorStore, writer: NamespaceScope, acme: str
+) -> None:
+    memory = make_memory("The user likes tea", tenant=acme)
+    await put(store, writer, memory)
+
+    with pytest.raises(NamespaceForbidden):
+        await store.delete(writer, [memory.id])
+
+    assert await everything(store, acme) == [memory]
+
+
+@pytest.mark.parametrize("kept_statistics", [True, False], ids=["kept-statistics", "counted"])
+async def test_a_keyword_search_after_a_delete_scores_as_if_the_deleted_memories_had_never_been_written(
+    location: Location, acme: str, globex: str, kept_statistics: bool
+) -> None:
+    # `globex` is given the same writes as `acme` but the deleted memories: its scores are the never-written ones
+    store = await location.open()
+    if kept_statistics:
+        await store.maintain()  # the embedded store keeps its keyword statistics through every write from now on
+    doomed: list[str] = []
+    matches: dict[str, str] = {}
+    for tenant in (acme, globex):
+        who = scope(tenant, write=["user:1", "user:2"])
+        match = make_memory("rare term", tenant=tenant)
+        matches[tenant] = match.id
+        items = [
+            (match, vec(1), terms(42, 7)),
+            (make_memory("common", tenant=tenant, namespace="user:2"), vec(2), terms(7)),
+        ]
+        if tenant == acme:
+            extra = [make_memory(f"rare {i}", tenant=acme, namespace=f"user:{1 + i % 2}") for i in range(4)]
+            items += [(m, vec(3), terms(42)) for m in extra]
+            doomed = [m.id for m in extra]
+        await store.upsert(who, items)
+
+    async def keyword_score(tenant: str, who: NamespaceScope, namespaces: tuple[str, ...]) -> float:
+        hits = await store.search(who, namespaces, vec(1), 10, RecallFilter(now=NOW), sparse=terms(42))
+        return next(h.keyword for h in hits if h.memory.id == matches[tenant])
+
+    async def scores(tenant: str) -> list[float]:
+        reader = scope(tenant, read=["user:1", "user:2"])
+        searches = [(reader, ("user:1",)), (reader, ("user:1", "user:2")), (scope(tenant, admin=True), ())]
+        return [await keyword_score(tenant, who, namespaces) for who, namespaces in searches]
+
+    never_written = await scores(globex)
+    assert all(a < b for a, b in zip(await scores(acme), never_written, strict=True))  # the rare term is common
+
+    assert await store.delete(scope(acme, admin=True), doomed) == len(doomed)
+
+    assert await scores(acme) == pytest.approx(never_written, rel=1e-5)
+    await store.maintain()  # built now if it was not, and the engine's segments optimized
+    assert await scores(acme) == pytest.approx(never_written, rel=1e-5)
+
+
 # -- writes under a scope --------------------------------------------------------------------------------------
 
 

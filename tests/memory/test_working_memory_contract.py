@@ -277,6 +277,102 @@ async def test_concurrent_merges_of_distinct_keys_all_land(working: WorkingMemor
     assert final.state == {**{f"k{n}": n for n in range(30)}, "nested": {f"n{n}": n for n in range(30)}}
 
 
+async def remember(working: WorkingMemoryStore, who: NamespaceScope, namespace: str, session_id: str) -> None:
+    """A session holding a turn and a state that names where it lives."""
+    await working.append_turn(who, namespace, session_id, turn(0), window=10, ttl_seconds=TTL)
+    await working.update_state(who, namespace, session_id, {"at": [namespace, session_id]}, True, TTL)
+
+
+async def held(working: WorkingMemoryStore, who: NamespaceScope, namespace: str, session_id: str) -> bool:
+    """Whether the session is there, whole."""
+    session = await working.get(who, namespace, session_id)
+    if session is None:
+        return False
+    assert (session.turns, session.state) == ([turn(0)], {"at": [namespace, session_id]})
+    return True
+
+
+# session ids that need quoting, and that hold glob metacharacters of Redis' MATCH
+AWKWARD_IDS = ("s1", "s*", "s[1]?", "a:b/c d%\\x", "*")
+
+
+async def test_purging_a_namespace_removes_its_sessions_and_no_other_namespaces_or_tenants(
+    working: WorkingMemoryStore, acme: str, globex: str
+) -> None:
+    admin = scope(acme, admin=True)
+    lookalike = scope(f"{acme}2", admin=True)  # a tenant whose name this one is a prefix of
+    other = scope(globex, admin=True)
+    for session_id in AWKWARD_IDS:
+        await remember(working, admin, "user:1", session_id)
+    survivors = [
+        (admin, "user:10", "s1"),
+        (admin, "user:1:2", "s1"),
+        (admin, "user", "1:s1"),
+        (admin, "user", "s*"),
+        (admin, "shared:team", "s1"),
+        (lookalike, "user:1", "s1"),
+        (lookalike, "user:1", "s*"),
+        (other, "user:1", "s1"),
+    ]
+    for who, namespace, session_id in survivors:
+        await remember(working, who, namespace, session_id)
+
+    removed = await working.purge(admin, "user:1")
+
+    assert removed == len(AWKWARD_IDS)
+    assert [await held(working, admin, "user:1", session_id) for session_id in AWKWARD_IDS] == [False] * len(
+        AWKWARD_IDS
+    )
+    assert [await held(working, *survivor) for survivor in survivors] == [True] * len(survivors)
+
+
+async def test_purging_a_namespace_leaves_the_namespaces_whose_names_extend_it(
+    working: WorkingMemoryStore, acme: str
+) -> None:
+    admin = scope(acme, admin=True)
+    for session_id in AWKWARD_IDS:
+        await remember(working, admin, "user", session_id)
+    survivors = [("user:1", "s1"), ("user:1", "2:s1"), ("user:1:2", "s*"), ("users", "s1")]
+    for namespace, session_id in survivors:
+        await remember(working, admin, namespace, session_id)
+
+    assert await working.purge(admin, "user") == len(AWKWARD_IDS)
+
+    assert [await held(working, admin, "user", session_id) for session_id in AWKWARD_IDS] == [False] * len(AWKWARD_IDS)
+    assert [await held(working, admin, ns, sid) for ns, sid in survivors] == [True] * len(survivors)
+
+
+async def test_purge_answers_how_many_live_sessions_it_removed_and_leaves_nothing_of_them(
+    working: WorkingMemoryStore, acme: str, clock: ManualClock
+) -> None:
+    admin = scope(acme, admin=True)
+    assert await working.purge(admin, "user:1") == 0
+    await working.append_turn(admin, "user:1", "expired", turn(0), window=10, ttl_seconds=60)
+    clock.advance(61)  # gone for every read already: removed, not counted
+    sessions = [f"s{n}" for n in range(250)]  # more than one batch of deletes
+    for session_id in sessions:
+        await working.append_turn(admin, "user:1", session_id, turn(0), window=10, ttl_seconds=TTL)
+    await working.update_state(admin, "user:1", "s0", {"goal": "plan the trip"}, merge=True, ttl_seconds=TTL)
+
+    assert await working.purge(admin, "user:1") == len(sessions)
+
+    assert await working.purge(admin, "user:1") == 0
+    assert await working.get(admin, "user:1", "s0") is None
+    # a session written after the purge starts empty: neither its turns nor its state were left behind
+    session, evicted = await working.append_turn(admin, "user:1", "s0", turn(1), window=10, ttl_seconds=TTL)
+    assert (session.turns, session.state, evicted) == ([turn(1)], {}, [])
+
+
+async def test_a_non_admin_scope_cannot_purge_a_namespace(working: WorkingMemoryStore, acme: str) -> None:
+    writer = scope(acme, read=["user:1"], write=["user:1"])
+    await remember(working, writer, "user:1", "s1")
+
+    with pytest.raises(NamespaceForbidden):
+        await working.purge(writer, "user:1")
+
+    assert await held(working, writer, "user:1", "s1")
+
+
 async def test_redis_down_is_backend_unavailable_and_the_same_client_recovers(
     own_redis: RedisServer, clock: ManualClock, acme: str
 ) -> None:

@@ -1,7 +1,8 @@
 """The `IdempotencyStore` contract, run against `InProcessIdempotency` and `RedisIdempotency` (on a real
 redis-server and on a real Redis Cluster): first call starts, retries replay, other arguments conflict, racing
 retries run the tool once, a running call keeps its claim while a dead call's claim is taken over by one retry,
-and `done_response` shows a completed call's response without claiming anything."""
+`done_response` shows a completed call's response without claiming anything, and `erase` removes a tenant's
+completed records by subject or by a value their response holds, leaving running claims and other tenants alone."""
 
 from __future__ import annotations
 
@@ -347,6 +348,8 @@ async def test_redis_down_is_backend_unavailable_and_the_same_client_recovers(ow
     with pytest.raises(BackendUnavailable):
         await store.done_response(KEY)
     with pytest.raises(BackendUnavailable):
+        await store.erase("acme", subjects=["agent-1"])
+    with pytest.raises(BackendUnavailable):
         await store.ping()
 
     own_redis.start()
@@ -354,3 +357,136 @@ async def test_redis_down_is_backend_unavailable_and_the_same_client_recovers(ow
     await store.complete(KEY, "fp-1", RESPONSE)
     assert await store.begin(KEY, "fp-1") == Replay(RESPONSE)
     await store.close()
+
+
+async def completed(store: IdempotencyStore, key: IdempotencyKey, response: dict[str, Any]) -> IdempotencyKey:
+    """`key`, after a call with it ran and stored `response`."""
+    assert await store.begin(key, "fp-1") == Started()
+    await store.complete(key, "fp-1", response)
+    return key
+
+
+def key_of(tenant: str = "acme", subject: str = "agent-1", request_id: str = "req-1") -> IdempotencyKey:
+    return IdempotencyKey(tenant=tenant, subject=subject, tool="remember", request_id=request_id)
+
+
+async def test_erasing_a_subject_removes_its_completed_records_and_keeps_other_subjects_records(
+    store: IdempotencyStore,
+) -> None:
+    gone = [await completed(store, key_of(subject="agent-1", request_id=f"req-{n}"), RESPONSE) for n in range(3)]
+    gone.append(await completed(store, key_of(subject="agent-3"), RESPONSE))
+    kept = await completed(store, key_of(subject="agent-2"), RESPONSE)
+
+    assert await store.erase("acme", subjects=["agent-1", "agent-3"]) == 4
+
+    assert [await store.done_response(key) for key in gone] == [None] * 4
+    assert await store.done_response(kept) == RESPONSE
+
+
+async def test_erasing_mentions_removes_records_whose_response_holds_one_as_a_string_value_at_any_depth(
+    store: IdempotencyStore,
+) -> None:
+    responses: dict[str, dict[str, Any]] = {
+        "top level value": {"id": "m1"},
+        "in a nested dict": {"memory": {"id": "m1", "importance": 0.5}},
+        "in a list of dicts": {"memories": [{"id": "m0"}, {"id": "m9", "links": ["x", ["user:gone"]]}]},
+        "only as a dict key": {"m1": "kept", "user:gone": 1},
+        "a longer string": {"id": "m10", "namespace": "user:gone-not"},
+        "a number": {"count": 1},
+    }
+    keys = {why: await completed(store, key_of(request_id=why), body) for why, body in responses.items()}
+
+    assert await store.erase("acme", mentions={"m1", "user:gone"}) == 3
+
+    left = {why for why, key in keys.items() if await store.done_response(key) is not None}
+    assert left == {"only as a dict key", "a longer string", "a number"}
+
+
+async def test_a_record_matching_a_subject_or_a_mention_is_removed_once(store: IdempotencyStore) -> None:
+    both = await completed(store, key_of(subject="agent-1"), {"id": "m1"})
+    by_mention = await completed(store, key_of(subject="agent-2"), {"id": "m1"})
+    neither = await completed(store, key_of(subject="agent-2", request_id="req-2"), {"id": "m2"})
+
+    assert await store.erase("acme", subjects=["agent-1"], mentions=["m1"]) == 2
+
+    assert [await store.done_response(key) for key in (both, by_mention)] == [None, None]
+    assert await store.done_response(neither) == {"id": "m2"}
+
+
+async def test_a_claim_of_a_call_still_running_is_not_erased(store: IdempotencyStore) -> None:
+    running = key_of(subject="agent-1")
+    assert await store.begin(running, "fp-1") == Started()
+
+    assert await store.erase("acme", subjects=["agent-1"]) == 0
+
+    assert await store.renew(running) is True  # the running call still holds its claim
+    await store.complete(running, "fp-1", RESPONSE)
+    assert await store.done_response(running) == RESPONSE
+
+
+async def test_erasing_leaves_other_tenants_alone_even_those_whose_names_start_with_the_tenant_s_name(
+    store: IdempotencyStore,
+) -> None:
+    erased = await completed(store, key_of(tenant="acme"), RESPONSE)
+    others = [
+        await completed(store, key_of(tenant=tenant), RESPONSE)
+        for tenant in ("globex", "acme2", "acme-eu", "acme}:idem:", "acme}:idem:0123456789abcdef0123456789abcdef")
+    ]
+
+    assert await store.erase("acme", subjects=["agent-1"], mentions=["m1"]) == 1
+
+    assert await store.done_response(erased) is None
+    assert [await store.done_response(key) for key in others] == [RESPONSE] * len(others)
+
+
+async def test_a_tenant_name_with_glob_characters_erases_only_that_tenant_s_records(store: IdempotencyStore) -> None:
+    tenants = ["a*", "acme", "a?me", "[a]cme", "a", "a\\*"]
+    keys = {tenant: await completed(store, key_of(tenant=tenant), RESPONSE) for tenant in tenants}
+
+    assert await store.erase("a*", subjects=["agent-1"]) == 1
+    assert await store.erase("[a]cme", mentions=["m1"]) == 1
+
+    left = {tenant for tenant, key in keys.items() if await store.done_response(key) is not None}
+    assert left == {"acme", "a?me", "a", "a\\*"}
+
+
+async def test_after_an_erase_a_retry_with_the_same_key_runs_again_instead_of_replaying(
+    store: IdempotencyStore,
+) -> None:
+    await completed(store, KEY, RESPONSE)
+
+    assert await store.erase(KEY.tenant, subjects=[KEY.subject]) == 1
+
+    assert await store.begin(KEY, "fp-1") == Started()
+    await store.complete(KEY, "fp-1", {"status": "created again"})
+    assert await store.begin(KEY, "fp-1") == Replay({"status": "created again"})
+
+
+async def test_erasing_with_no_subjects_and_no_mentions_removes_nothing(store: IdempotencyStore) -> None:
+    await completed(store, KEY, RESPONSE)
+
+    assert await store.erase(KEY.tenant) == 0
+    assert await store.erase(KEY.tenant, subjects=[], mentions=set()) == 0
+
+    assert await store.done_response(KEY) == RESPONSE
+
+
+async def test_erasing_a_tenant_with_no_matching_records_answers_zero(store: IdempotencyStore) -> None:
+    await completed(store, KEY, RESPONSE)
+
+    assert await store.erase("acme", subjects=["nobody"], mentions=["nothing"]) == 0
+    assert await store.erase("initech", subjects=[KEY.subject]) == 0
+
+    assert await store.done_response(KEY) == RESPONSE
+
+
+async def test_erase_reaches_every_record_of_a_tenant_with_more_records_than_one_read_batch(
+    store: IdempotencyStore,
+) -> None:
+    keys = [await completed(store, key_of(request_id=f"req-{n}"), RESPONSE) for n in range(450)]
+    kept = await completed(store, key_of(subject="agent-2"), RESPONSE)
+
+    assert await store.erase("acme", subjects=["agent-1"]) == 450
+
+    assert [key for key in keys if await store.done_response(key) is not None] == []
+    assert await store.done_response(kept) == RESPONSE
