@@ -241,6 +241,18 @@ async def forget_selected(args: argparse.Namespace) -> int:
     return 0
 
 
+async def erase_selected(args: argparse.Namespace) -> int:
+    """Erase (permanently) every memory the selection names from every store; print the receipt."""
+    chosen = criteria(args)
+    first = next((chosen[k] for k in ("written_by", "tag", "metadata_value") if k in chosen), None)
+    if args.yes is not True and args.confirm != first:
+        raise UsageError("erase is permanent: pass --confirm with the first criterion's value again, or --yes")
+    async with admin_client(args) as client:
+        body = await call(client, "erase_selected_memories", {"criteria": chosen, "confirm": first})
+    print(json.dumps(body["receipt"], indent=2))  # what was removed per store, when, by whom: keep it
+    return 0
+
+
 async def maintain(args: argparse.Namespace) -> int:
     """One maintenance pass (expiry, eviction, consolidation; idle sessions ended and extracted, old events
     dropped) on the data directory of these settings."""
@@ -297,6 +309,14 @@ def add_admin_commands(sub: Any) -> None:
     forget = sub.add_parser("forget-selected", help="forget (restorable) what `select` lists, with its copies")
     selection(forget)
     forget.set_defaults(func=lambda a: run_async(forget_selected, a))
+
+    erase = sub.add_parser("erase", help="permanently erase what `select` lists from every store (admin)")
+    selection(erase)
+    erase.add_argument(
+        "--confirm", help="the first criterion's value again (--written-by, --tag or the metadata value)"
+    )
+    erase.add_argument("--yes", action="store_true", help="skip the confirmation")
+    erase.set_defaults(func=lambda a: run_async(erase_selected, a))
 
     upkeep = sub.add_parser("maintain", help="expire, evict over capacity and consolidate now (server stopped)")
     upkeep.add_argument("--tenant", help="only this tenant (default: every tenant)")

@@ -246,8 +246,14 @@ class ErasureReceipt(TypedDict):
 
     at: Instant
     by: str
-    namespace: str
+    namespace: NotRequired[str]  # what was erased: a namespace (purge_namespace)
+    selection: NotRequired[str]  # or a selection, in words (erase_selected_memories)
     removed: dict[str, int]
+
+
+class EraseAnswer(TypedDict):
+    status: Literal["erased"]
+    receipt: ErasureReceipt
 
 
 class PurgeAnswer(TypedDict):

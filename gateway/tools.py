@@ -257,7 +257,14 @@ def register_tools(server: MCPServer) -> None:
         call = current_call()
         session = await call.runtime.sessions.update_state(
             call.scope,
-            StateUpdate(session_id=session_id, state=state, merge=merge, ttl_seconds=ttl_seconds, namespace=namespace),
+            StateUpdate(
+                session_id=session_id,
+                state=state,
+                merge=merge,
+                ttl_seconds=ttl_seconds,
+                namespace=namespace,
+                subject=call.principal.subject,
+            ),
         )
         return session_json(session)
 

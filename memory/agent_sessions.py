@@ -241,7 +241,8 @@ class AgentSessions:
         if goal is not None:
             state["session"]["goal"] = goal
             state["background"] = [{"id": h.memory.id, "content": h.memory.content} for h in background]
-        await self.sessions.store.update_state(scope, ns, sid, state, True, self.sessions.limits.working_ttl_seconds)
+        ttl = self.sessions.limits.working_ttl_seconds
+        await self.sessions.store.update_state(scope, ns, sid, state, True, ttl, subject=subject)
         return StartOutcome(record, background)
 
     async def end(

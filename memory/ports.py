@@ -232,9 +232,13 @@ class WorkingMemoryStore(Protocol):
         turn: Turn,
         window: int,
         ttl_seconds: int,
+        *,
+        subject: str | None = None,
     ) -> tuple[WorkingMemory, list[Turn]]:
         """Append a turn, keep the last `window` turns, refresh the TTL; return the session and the turns that
-        fell out of the window (oldest first)."""
+        fell out of the window (oldest first). `subject` (the token subject making the write) joins the session's
+        writers: every subject that appended a turn to it or updated its state while it lived (a session taken,
+        purged or expired loses them with the rest)."""
         ...
 
     async def update_state(
@@ -245,7 +249,17 @@ class WorkingMemoryStore(Protocol):
         state: dict[str, Any],
         merge: bool,
         ttl_seconds: int,
-    ) -> WorkingMemory: ...
+        *,
+        subject: str | None = None,
+    ) -> WorkingMemory:
+        """Replace or deep-merge the state, refresh the TTL; `subject` joins the session's writers (as for
+        `append_turn`)."""
+        ...
+
+    async def sessions_written_by(self, scope: NamespaceScope, subject: str) -> list[tuple[str, str]]:
+        """The (namespace, session id) of every live session of the admin scope's tenant (admin scopes only)
+        that `subject` appended a turn to or updated the state of, sorted."""
+        ...
 
     async def purge(self, scope: NamespaceScope, namespace: str) -> int:
         """Remove every session of one namespace of the admin scope's tenant (admin scopes only), its state and

@@ -83,3 +83,4 @@ class StateUpdate:
     merge: bool = True
     ttl_seconds: int | None = None
     namespace: str | None = None
+    subject: str | None = None  # the token subject making the update: it joins the session's writers

@@ -81,6 +81,7 @@ class SessionService:
             Turn(role=role, content=content, occurred_at=occurred),
             window,
             self.limits.working_ttl_seconds,
+            subject=request.subject,
         )
         for turn in evicted:  # a concurrent append may have pushed out turns this call did not foresee
             if turn not in leaving:
@@ -128,5 +129,11 @@ class SessionService:
             merged = merge_state(current.state if current is not None else {}, state)
             check_json_object(merged, self.limits.max_state_bytes, "state (after merging)")
         return await self.store.update_state(
-            scope, namespace, sid, state, bool(update.merge), ttl or self.limits.working_ttl_seconds
+            scope,
+            namespace,
+            sid,
+            state,
+            bool(update.merge),
+            ttl or self.limits.working_ttl_seconds,
+            subject=update.subject,
         )

@@ -1,4 +1,5 @@
-"""`select_memories` and `forget_selected`: the admin's view of `memory.selection` over MCP. One argument model,
+"""`select_memories`, `forget_selected_memories` and `erase_selected_memories`: the admin's view of
+`memory.selection` and `memory.erasure` over MCP. One argument model,
 `Criteria`, declares the selection for both tools (and is what its schema, its checks and the engine's
 `Selection` come from)."""
 
@@ -10,9 +11,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.answers import ForgetSelectedAnswer, SelectAnswer
+from gateway.admin.erasure import erase_everywhere
+from gateway.answers import EraseAnswer, ForgetSelectedAnswer, SelectAnswer
 from gateway.serialize import memory_json
 from gateway.tool_support import SCOPE_META, current_call
+from memory.errors import InvalidArgument
 from memory.selection import Selection, forget_selected, select_page
 from memory.selection.criteria import Scalar
 from memory.selection.scan import MAX_SELECTED
@@ -66,4 +69,23 @@ def register_selection_tools(server: MCPServer) -> None:
             "already_forgotten": report.already,
             "next_cursor": report.next_cursor,
             "scanned": report.scanned,
+        }
+
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False), meta=ADMIN
+    )
+    async def erase_selected_memories(
+        criteria: Criteria,
+        confirm: Annotated[str, Field(description="The first criterion's value again.")],
+        request_id: str | None = None,
+    ) -> EraseAnswer:
+        """Admin: permanently erase what select_memories selects from every store (copies, what was consolidated
+        from it, a subject's events, working memory, recall log, stored answers); answers a receipt. Irreversible."""
+        selection = criteria.selection()
+        if confirm != selection.first_value():
+            raise InvalidArgument("confirm must repeat the first criterion's value (written_by, tag or metadata_value)")
+        call = current_call()
+        return {
+            "status": "erased",
+            "receipt": await erase_everywhere(call.runtime, call.principal, call.scope, selection),
         }

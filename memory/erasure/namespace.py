@@ -8,21 +8,15 @@ whatever is left, and removes it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from memory.consolidation import consolidate
+from memory.erasure.parts import Erased, Step, Tiers, cites, every_memory, namespaces_of, run
 from memory.errors import NamespaceForbidden
 from memory.events.model import EventCounts
-from memory.events.store import EventStore
-from memory.llm import ChatSummarizer
 from memory.models import Memory, MemoryKind
-from memory.ports import ListQuery, VectorStore, WorkingMemoryStore
-from memory.recall_log.store import RecallLog
 from memory.scope import NamespaceScope, validate_namespace
 from memory.service import MemoryService
-
-PAGE = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,44 +33,13 @@ class NamespacePlan:
         return (*self.memory_ids, *(m.id for m in self.copies), *(m.id for m in self.derived))
 
 
-@dataclass(frozen=True, slots=True)
-class Erased:
-    """How many of each were removed, per store (a receipt's counts; never content)."""
-
-    memories: int = 0
-    copies: int = 0
-    derived: int = 0  # semantic memories removed; their namespaces consolidated again without the copies
-    events: int = 0
-    event_sessions: int = 0
-    working_sessions: int = 0
-    recall_log_entries: int = 0
-
-
-async def _all(
-    store: VectorStore, scope: NamespaceScope, namespaces: tuple[str, ...], kind: MemoryKind | None = None
-) -> AsyncIterator[Memory]:
-    """Every memory of `namespaces` (of `kind`), every status, page by page."""
-    after: str | None = None
-    while True:
-        page, after = await store.list(scope, ListQuery(namespaces, kind, True, PAGE, after))
-        for memory in page:
-            yield memory
-        if after is None:
-            return
-
-
-def _cites(memory: Memory, ids: set[str]) -> bool:
-    sources = memory.metadata.get("sources")
-    return isinstance(sources, list) and any(isinstance(s, str) and s in ids for s in sources)
-
-
 async def plan_namespace(service: MemoryService, scope: NamespaceScope, namespace: str) -> NamespacePlan:
     """Read what erasing `namespace` removes (admin scopes only)."""
     if not scope.admin:
         raise NamespaceForbidden("erasing a namespace needs the memory:admin scope")
     namespace = validate_namespace(namespace)
     store = service.store
-    ids = [m.id async for m in _all(store, scope, (namespace,))]
+    ids = [m.id async for m in every_memory(store, scope, (namespace,))]
     copies: dict[str, Memory] = {}
     for memory_id in ids:
         for copy in await store.copies_of(scope, memory_id):
@@ -85,21 +48,10 @@ async def plan_namespace(service: MemoryService, scope: NamespaceScope, namespac
     derived: list[Memory] = []
     copy_ids = set(copies)
     for elsewhere in sorted({m.namespace for m in copies.values()}):
-        derived += [m async for m in _all(store, scope, (elsewhere,), MemoryKind.SEMANTIC) if _cites(m, copy_ids)]
+        derived += [
+            m async for m in every_memory(store, scope, (elsewhere,), MemoryKind.SEMANTIC) if cites(m, copy_ids)
+        ]
     return NamespacePlan(namespace, tuple(ids), tuple(copies.values()), tuple(derived))
-
-
-Step = tuple[str, Callable[[], Awaitable[int]]]  # what a step removes (an `Erased` field), and the step
-
-
-@dataclass(frozen=True, slots=True)
-class Tiers:
-    """The stores beside the memories an erasure reaches, and the summarizer consolidation rebuilds with."""
-
-    working: WorkingMemoryStore
-    events: EventStore
-    recall_log: RecallLog | None = None
-    summarizer: ChatSummarizer | None = None
 
 
 def steps(service: MemoryService, scope: NamespaceScope, plan: NamespacePlan, tiers: Tiers) -> list[Step]:
@@ -118,7 +70,7 @@ def steps(service: MemoryService, scope: NamespaceScope, plan: NamespacePlan, ti
 
     async def copies() -> int:
         count = await store.delete(scope, [m.id for m in plan.copies])
-        for elsewhere in _namespaces(plan.derived):  # consolidated again from the sources they still have
+        for elsewhere in namespaces_of(plan.derived):  # consolidated again from the sources they still have
             await consolidate(service, scope, elsewhere, summarizer=tiers.summarizer)
         return count
 
@@ -143,8 +95,4 @@ def steps(service: MemoryService, scope: NamespaceScope, plan: NamespacePlan, ti
 
 async def erase_planned(service: MemoryService, scope: NamespaceScope, plan: NamespacePlan, tiers: Tiers) -> Erased:
     """Remove what `plan` names, each store in turn (`steps`)."""
-    return Erased(**{name: await step() for name, step in steps(service, scope, plan, tiers)})
-
-
-def _namespaces(memories: Iterable[Memory]) -> list[str]:
-    return sorted({m.namespace for m in memories})
+    return await run(steps(service, scope, plan, tiers))

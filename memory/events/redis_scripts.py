@@ -166,12 +166,14 @@ for i, key in ipairs(KEYS) do out[i] = redis.call('HGETALL', key) end
 return out
 """
 # Whole-session scripts: KEYS rec ev ids age calls tasks n:all n:active n:ended idle retain task-keys...; ARGV
-# session member before task-tokens... (one per task key). -1: the session has a task the caller did not name.
+# session member, the script's own arguments, then task-tokens... (one per task key, last). -1: the session has
+# a task the caller did not name.
 _TASKS = """
-local given = {}
-for i = 4, #ARGV do given[ARGV[i]] = KEYS[i + 8] end
+local given, base = {}, #ARGV - #KEYS + 11
+for i = 12, #KEYS do given[ARGV[base + i - 11]] = KEYS[i] end
 for _, q in ipairs(redis.call('SMEMBERS', KEYS[6])) do if not given[q] then return -1 end end
 """
+# ARGV session member; no argument of its own.
 DROP = (
     _TASKS
     + """
@@ -184,6 +186,7 @@ redis.call('ZREM', KEYS[11], ARGV[2])
 return {events, had}
 """
 )
+# ARGV session member before.
 TRIM = (
     _TASKS
     + _RETAIN
@@ -226,5 +229,92 @@ if ended and tonumber(ended) < tonumber(ARGV[3]) then
 end
 retain(KEYS[4], KEYS[11], ARGV[2], ended)
 return {#old, 0}
+"""
+)
+# ARGV session member probe subject. Removes the events `subject` recorded (those whose body's subject field
+# reads `probe`: ',"subject":' + its JSON + ',"request":' as `model.encode_event` writes it) with their index
+# entries, as retention does; a call index entry of a removed call falls back to the highest call left with
+# that call id. The request index entry of a result the subject recorded that is bound into a call left is
+# removed (the result stays with its call). Fixes the record's event count and retention score, and drops the
+# session's keys when no event is left. Returns {events removed, 1 if a record went with the last event}.
+ERASE = (
+    _TASKS
+    + _RETAIN
+    + """
+local rec, ev, ids, age, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local probe, subject = ARGV[3], ARGV[4]
+-- the last ',"subject":' of a body is its own field: before it only metadata can spell one, and after it come
+-- only JSON strings (where every '"' is escaped) and null
+local function recorded_by_subject(body)
+  local at, from = nil, 1
+  while true do
+    local found = string.find(body, ',"subject":', from, true)
+    if not found then break end
+    at, from = found, found + 1
+  end
+  return at ~= nil and string.sub(body, at, at + #probe - 1) == probe
+end
+local function of_subject(request)
+  local space = string.find(request, ' ', 1, true)
+  return space ~= nil and string.sub(request, space + 1) == subject
+end
+local removed, lost = 0, {}
+for _, id in ipairs(redis.call('ZRANGE', ids, 0, -1)) do
+  local body = redis.call('HGET', ev, id)
+  if body and recorded_by_subject(body) then
+    local q = redis.call('HGET', ev, 't:' .. id)
+    if q and given[q] then redis.call('ZREM', given[q], id) end
+    local c = redis.call('HGET', ev, 'c:' .. id)
+    if c and redis.call('HGET', calls, c) == id then
+      redis.call('HDEL', calls, c)
+      lost[c] = true
+    end
+    local rb = redis.call('HGET', ev, 'rb:' .. id)
+    if rb then redis.call('HDEL', ev, 'b:' .. rb) end
+    for _, f in ipairs({'k:', 'rk:'}) do
+      local rq = redis.call('HGET', ev, f .. id)
+      if rq and redis.call('HGET', ev, 'q:' .. rq) == id then redis.call('HDEL', ev, 'q:' .. rq) end
+    end
+    redis.call('HDEL', ev, id, 'r:' .. id, 't:' .. id, 'c:' .. id, 'rb:' .. id, 'k:' .. id, 'rk:' .. id)
+    redis.call('ZREM', ids, id)
+    redis.call('ZREM', age, id)
+    removed = removed + 1
+  else
+    local rq = redis.call('HGET', ev, 'rk:' .. id)
+    if rq and of_subject(rq) then
+      if redis.call('HGET', ev, 'q:' .. rq) == id then redis.call('HDEL', ev, 'q:' .. rq) end
+      redis.call('HDEL', ev, 'rk:' .. id)
+    end
+  end
+end
+if removed == 0 then return {0, 0} end
+for q, key in pairs(given) do
+  if redis.call('EXISTS', key) == 0 then redis.call('SREM', KEYS[6], q) end
+end
+local left = redis.call('ZRANGE', ids, 0, -1)
+if #left == 0 then
+  local had = redis.call('EXISTS', rec)
+  for i = 1, #KEYS do if i < 7 or i > 11 then redis.call('DEL', KEYS[i]) end end
+  for i = 7, 9 do redis.call('ZREM', KEYS[i], ARGV[1]) end
+  redis.call('ZREM', KEYS[10], ARGV[2])
+  redis.call('ZREM', KEYS[11], ARGV[2])
+  return {removed, had}
+end
+local i = #left
+while next(lost) and i > 0 do
+  local c = redis.call('HGET', ev, 'c:' .. left[i])
+  if c and lost[c] then
+    redis.call('HSET', calls, c, left[i])
+    lost[c] = nil
+  end
+  i = i - 1
+end
+if redis.call('EXISTS', rec) == 1 then
+  if redis.call('HINCRBY', rec, 'events', -removed) < 0 then redis.call('HSET', rec, 'events', 0) end
+  if redis.call('HGET', rec, 'status') == 'ended' then
+    retain(age, KEYS[11], ARGV[2], redis.call('HGET', rec, 'ended'))
+  end
+end
+return {removed, 0}
 """
 )

@@ -17,8 +17,9 @@ another's key. With `S = hs:{T}:ev:s:<ns>:<session>`, `N = hs:{T}:ev:n:<ns>`:
 - `hs:{T}:ev:idle` zset of active sessions by last_event_at (the sweep); `hs:{T}:ev:retain` zset of ended
   sessions by the earliest time retention may touch them. `hs:ev:tenants` (no tag) is the set of tenants.
 
-Appends, binding, start, end, import and retention are Lua scripts, each atomic. Every Redis failure is raised as
-`BackendUnavailable`.
+Appends, binding, start, end, import and retention are Lua scripts, each atomic. Erasing a subject finds the
+tenant's sessions that hold events by SCAN (their `S:ids` keys) and runs one script per session. Every Redis
+failure is raised as `BackendUnavailable`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
@@ -62,10 +63,17 @@ _TENANTS = "hs:ev:tenants"
 _BATCH = 100
 _ATTEMPTS = 20
 _TENANT_REFRESH_SECONDS = 60.0  # how often a process re-adds a tenant it writes for to the tenants set
+_SCAN_COUNT = 1000  # SCAN's COUNT hint while looking for a tenant's sessions
+_GLOB_SPECIAL = frozenset("*?[]\\")
 
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _glob_escaped(text: str) -> str:
+    """`text` as a literal in a Redis MATCH pattern."""
+    return "".join("\\" + char if char in _GLOB_SPECIAL else char for char in text)
 
 
 def _token(value: str | None) -> str:
@@ -144,6 +152,7 @@ class RedisEventStore:
         self._records = client.register_script(redis_scripts.RECORDS)
         self._drop = client.register_script(redis_scripts.DROP)
         self._trim = client.register_script(redis_scripts.TRIM)
+        self._erase = client.register_script(redis_scripts.ERASE)
 
     @staticmethod
     def _keys(scope: NamespaceScope, namespace: str, session_id: str, write: bool) -> _Keys:
@@ -281,15 +290,13 @@ class RedisEventStore:
             found = await self._client.smembers(_TENANTS)
         return sorted(_text(t) for t in found)
 
-    async def _whole(self, script: Any, keys: _Keys, before: int | None) -> list[int]:
-        """Run a whole-session script with every task key of the session declared (re-read if one appears)."""
+    async def _whole(self, script: Any, keys: _Keys, *own: str | int) -> list[int]:
+        """Run a whole-session script (with its own arguments) with every task key of the session declared
+        (re-read if one appears)."""
         for _ in range(_ATTEMPTS):
             with redis_errors("event store"):
                 tasks = sorted(_text(t) for t in await self._client.smembers(keys.s("tasks")))
-                reply = await script(
-                    keys=keys.whole(tasks),
-                    args=[keys.session_id, keys.member, "" if before is None else before, *tasks],
-                )
+                reply = await script(keys=keys.whole(tasks), args=[keys.session_id, keys.member, *own, *tasks])
             if reply != -1:
                 return [int(x) for x in reply]
         raise BackendUnavailable("event store (redis): too many concurrent changes of one session")
@@ -305,8 +312,35 @@ class RedisEventStore:
             if not found:
                 return removed
             for sid in found:
-                events, had = await self._whole(self._drop, _Keys(scope.tenant, namespace, _text(sid)), None)
+                events, had = await self._whole(self._drop, _Keys(scope.tenant, namespace, _text(sid)))
                 removed += EventCounts(events, had)
+
+    async def erase_subject(self, scope: NamespaceScope, subject: str) -> tuple[EventCounts, list[tuple[str, str]]]:
+        if not scope.admin:
+            raise NamespaceForbidden("erasing a subject's events needs an admin scope")
+        probe = ',"subject":' + dump_json(subject, "subject") + ',"request":'  # as `model.encode_event` writes it
+        removed, touched = EventCounts(), []
+        for namespace, session_id in await self._sessions_with_events(scope.tenant):
+            keys = _Keys(scope.tenant, namespace, session_id)
+            events, sessions = await self._whole(self._erase, keys, probe, subject)
+            if events:
+                removed += EventCounts(events, sessions)
+                touched.append((namespace, session_id))
+        return removed, touched
+
+    async def _sessions_with_events(self, tenant: str) -> list[tuple[str, str]]:
+        """(namespace, session id) of every session of the tenant that holds events, sorted: its `S:ids` keys,
+        found by SCAN (on every primary of a cluster). A key counts only if it is exactly the prefix, two
+        percent-encoded parts (neither holds a ':') and `ids`, so no task key and no other tenant's key does."""
+        prefix = f"{_Keys(tenant, '-', '-').tag}:s:"
+        found: set[tuple[str, str]] = set()
+        with redis_errors("event store"):
+            async for raw in self._client.scan_iter(match=_glob_escaped(prefix) + "*:ids", count=_SCAN_COUNT):
+                key = _text(raw)
+                parts = key[len(prefix) :].split(":") if key.startswith(prefix) else []
+                if len(parts) == 3 and parts[2] == "ids":
+                    found.add((unquote(parts[0]), unquote(parts[1])))
+        return sorted(found)
 
     def export(self, scope: NamespaceScope, namespace: str) -> AsyncIterator[SessionExport]:
         return export_pages(self, scope, namespace)

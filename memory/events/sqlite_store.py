@@ -15,6 +15,8 @@ Schema (rows carry the tenant of the caller's scope, never a tenant the caller s
   index a retry under a new id finds them by, written in the same transaction).
 - `sessions`: one row per session record; times as integer microseconds, `archive` as JSON.
 
+Erasing a subject is one transaction, then a WAL checkpoint (as a purge), so no erased text stays in the log.
+
 `user_version` 2; a file of version 1 (no request index) gets the two columns when opened, `request_key` filled
 from each event's JSON.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -381,6 +384,45 @@ class SqliteEventStore:
             # the write-ahead log still holds the pages as they were before: copy it back and empty it (an erasure)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return EventCounts(events, sessions)
+
+        return await self._call(work)
+
+    async def erase_subject(self, scope: NamespaceScope, subject: str) -> tuple[EventCounts, list[tuple[str, str]]]:
+        if not scope.admin:
+            raise NamespaceForbidden("erasing a subject's events needs an admin scope")
+        tenant, probe = scope.tenant, '"subject":' + dump_json(subject, "subject")
+
+        def work(conn: sqlite3.Connection) -> tuple[EventCounts, list[tuple[str, str]]]:
+            with _transaction(conn):
+                # a body the subject recorded holds `probe` (`model.encode_event`), which narrows the scan; the
+                # decoded body decides (the text may also be in another event's metadata)
+                candidates = conn.execute(
+                    "SELECT rowid, namespace, session_id, body FROM events WHERE tenant = ? AND instr(body, ?) > 0",
+                    (tenant, probe),
+                ).fetchall()
+                doomed = [row[:3] for row in candidates if json.loads(row[3])["subject"] == subject]
+                conn.executemany("DELETE FROM events WHERE rowid = ?", [(row[0],) for row in doomed])
+                per_session = Counter((namespace, session_id) for _, namespace, session_id in doomed)
+                sessions = 0
+                for (namespace, session_id), count in per_session.items():
+                    key = (tenant, namespace, session_id)
+                    conn.execute(f"UPDATE sessions SET events = MAX(events - ?, 0) WHERE {_KEY}", (count, *key))
+                    sessions += conn.execute(
+                        f"DELETE FROM sessions WHERE {_KEY} AND NOT EXISTS (SELECT 1 FROM events WHERE {_KEY})",
+                        (*key, *key),
+                    ).rowcount
+                # a result the subject recorded, bound into another subject's call, stays with that call; its
+                # request is forgotten, so the subject's next append with that request id is stored anew
+                bound = conn.execute(
+                    "SELECT rowid, result_request_key FROM events WHERE tenant = ? AND result_request_key IS NOT NULL",
+                    (tenant,),
+                ).fetchall()
+                conn.executemany(
+                    "UPDATE events SET result_request_key = NULL WHERE rowid = ?",
+                    [(rowid,) for rowid, key in bound if key.partition(" ")[2] == subject],
+                )
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # no erased text left in the write-ahead log
+            return EventCounts(len(doomed), sessions), sorted(per_session)
 
         return await self._call(work)
 

@@ -127,6 +127,13 @@ class EventStore(Protocol):
         """Delete every event and session record of one namespace (admin scopes only)."""
         ...
 
+    async def erase_subject(self, scope: NamespaceScope, subject: str) -> tuple[EventCounts, list[tuple[str, str]]]:
+        """Delete every event of the admin scope's tenant that `subject` recorded, in any namespace (admin scopes
+        only; a tool call's bound result goes with the call), and the session records left with no event; other
+        subjects' events of the same sessions stay. Returns the counts and the (namespace, session id) of every
+        session it touched, in order."""
+        ...
+
     def export(self, scope: NamespaceScope, namespace: str) -> AsyncIterator[SessionExport]:
         """Every session of one readable namespace with all its events, one session at a time, in session id
         order (pages are read as the caller iterates)."""

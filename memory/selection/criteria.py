@@ -64,6 +64,11 @@ class Selection:
                 return False
         return True
 
+    def first_value(self) -> str:
+        """The first criterion's value as text: what an erasure asks to be repeated as its confirmation."""
+        value = next(v for v in (self.written_by, self.tag, self.metadata_value) if v is not None)
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
     def describe(self) -> str:
         """The criteria in words, for a forgotten memory's reason and a receipt (names only, no content)."""
         said = []

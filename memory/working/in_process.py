@@ -1,7 +1,8 @@
 """`InProcessWorkingMemory`: working memory for the embedded mode, in a dict keyed like the Redis keys.
 
 Sessions are keyed by tenant, namespace and session id, so two tenants (or two namespaces) never share one. A
-session expires `ttl_seconds` after its last update, measured on the injected clock.
+session expires `ttl_seconds` after its last update, measured on the injected clock. A session keeps the subjects
+that wrote into it (`sessions_written_by`) for as long as it lives.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class _Session:
     state: dict[str, Any] = field(default_factory=dict)
     turns: list[Turn] = field(default_factory=list)
     expires_at: datetime | None = None
+    writers: set[str] = field(default_factory=set)  # the subjects that appended a turn or updated the state
 
 
 def merge_state(current: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -98,11 +100,15 @@ class InProcessWorkingMemory:
         turn: Turn,
         window: int,
         ttl_seconds: int,
+        *,
+        subject: str | None = None,
     ) -> tuple[WorkingMemory, list[Turn]]:
         key = self._key(scope, namespace, session_id, write=True)
         async with self._lock:
             session = self._session_for_write(key)
             session.turns.append(turn)
+            if subject is not None:
+                session.writers.add(subject)
             overflow = max(0, len(session.turns) - window)
             evicted, session.turns = session.turns[:overflow], session.turns[overflow:]
             session.expires_at = self._clock.now() + timedelta(seconds=ttl_seconds)
@@ -116,11 +122,15 @@ class InProcessWorkingMemory:
         state: dict[str, Any],
         merge: bool,
         ttl_seconds: int,
+        *,
+        subject: str | None = None,
     ) -> WorkingMemory:
         key = self._key(scope, namespace, session_id, write=True)
         async with self._lock:
             session = self._session_for_write(key)
             session.state = merge_state(session.state, state) if merge else copy.deepcopy(state)
+            if subject is not None:
+                session.writers.add(subject)
             session.expires_at = self._clock.now() + timedelta(seconds=ttl_seconds)
             return self._view(key, session)
 
@@ -148,6 +158,21 @@ class InProcessWorkingMemory:
                 if session.expires_at is None or session.expires_at > now:
                     removed += 1
             return removed
+
+    async def sessions_written_by(self, scope: NamespaceScope, subject: str) -> list[tuple[str, str]]:
+        """The (namespace, session id) of every live session of the admin scope's tenant that `subject` wrote
+        into, sorted."""
+        if not scope.admin:
+            raise NamespaceForbidden("listing the sessions a subject wrote needs an admin scope")
+        async with self._lock:
+            now = self._clock.now()
+            return sorted(
+                (key[1], key[2])
+                for key, session in self._sessions.items()
+                if key[0] == scope.tenant
+                and subject in session.writers
+                and (session.expires_at is None or session.expires_at > now)
+            )
 
     async def ping(self) -> None:
         return None

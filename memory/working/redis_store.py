@@ -12,10 +12,14 @@ do, and must not be able to spell another namespace's key). Hash fields:
   Lua script appends and evicts without re-encoding JSON.
 - `state`, `sv`: the state object (JSON) and a random version token. Deep merge runs in Python (`merge_state`)
   and is written with a compare-and-set script on `sv`, retried on conflict.
+- `w:<subject>`: one field per subject that appended a turn or updated the state (value `1`), set by the same
+  script as the write; a session started afresh (expired, taken, purged) starts without them.
 
 `purge` finds a namespace's sessions with SCAN (on a cluster, redis-py's scan of every primary) and a MATCH pattern
 on the key prefix, keeps the keys whose namespace part is exactly that namespace, and drops them in batches with
-one script call each (all keys of a tenant share its hash tag, so one slot).
+one script call each (all keys of a tenant share its hash tag, so one slot). `sessions_written_by` scans every
+`wm` key of the tenant the same way and reads `exp` and the subject's `w:` field of each with HMGET, in pipelined
+batches; it never writes.
 
 Every Redis failure is raised as `BackendUnavailable`.
 """
@@ -26,7 +30,7 @@ import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
@@ -42,10 +46,11 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _MAX_STATE_ATTEMPTS = 500
 _PURGE_BATCH = 100  # keys per purge script call
-_SCAN_COUNT = 1000  # SCAN's COUNT hint while purging
+_WRITERS_BATCH = 500  # HMGETs per pipeline while listing the sessions a subject wrote
+_SCAN_COUNT = 1000  # SCAN's COUNT hint while purging or listing a subject's sessions
 _GLOB_SPECIAL = frozenset("*?[]\\")
 
-# KEYS[1] session; ARGV: now_us, expires_us, ttl_ms, window, turn_json.
+# KEYS[1] session; ARGV: now_us, expires_us, ttl_ms, window, turn_json[, subject].
 # Returns {evicted turns oldest first, HGETALL of the session}.
 _APPEND = """
 local key = KEYS[1]
@@ -53,6 +58,7 @@ local exp = redis.call('HGET', key, 'exp')
 if exp and tonumber(exp) <= tonumber(ARGV[1]) then redis.call('DEL', key) end
 local tail = redis.call('HINCRBY', key, 'tail', 1)
 redis.call('HSET', key, 't:' .. (tail - 1), ARGV[5], 'exp', ARGV[2])
+if ARGV[6] then redis.call('HSET', key, 'w:' .. ARGV[6], '1') end
 local head = tonumber(redis.call('HGET', key, 'head') or '0')
 local window = tonumber(ARGV[4])
 local evicted = {}
@@ -68,7 +74,8 @@ redis.call('PEXPIRE', key, ARGV[3])
 return {evicted, session}
 """
 
-# KEYS[1] session; ARGV: expected version ('-' = not live), now_us, expires_us, ttl_ms, state_json, new version.
+# KEYS[1] session; ARGV: expected version ('-' = not live), now_us, expires_us, ttl_ms, state_json, new version
+# [, subject].
 # Returns false if the version moved (the caller re-reads and retries), else HGETALL of the session.
 _SET_STATE = """
 local key = KEYS[1]
@@ -79,6 +86,7 @@ if live then version = cur[2] or '' end
 if version ~= ARGV[1] then return false end
 if not live then redis.call('DEL', key) end
 redis.call('HSET', key, 'state', ARGV[5], 'sv', ARGV[6], 'exp', ARGV[3])
+if ARGV[7] then redis.call('HSET', key, 'w:' .. ARGV[7], '1') end
 local session = redis.call('HGETALL', key)
 redis.call('PEXPIRE', key, ARGV[4])
 return session
@@ -184,11 +192,15 @@ class RedisWorkingMemory:
         turn: Turn,
         window: int,
         ttl_seconds: int,
+        *,
+        subject: str | None = None,
     ) -> tuple[WorkingMemory, list[Turn]]:
         key = self._key(scope, namespace, session_id, write=True)
         now = self._clock.now()
         expires_at = now + timedelta(seconds=ttl_seconds)
         args: list[str | int] = [_micros(now), _micros(expires_at), _ttl_ms(ttl_seconds), window, _encode_turn(turn)]
+        if subject is not None:
+            args.append(subject)
         with redis_errors("working memory"):
             evicted, session = await self._append(keys=[key], args=args)
         return self._view(namespace, session_id, _fields(session)), [_decode_turn(t) for t in evicted]
@@ -201,6 +213,8 @@ class RedisWorkingMemory:
         state: dict[str, Any],
         merge: bool,
         ttl_seconds: int,
+        *,
+        subject: str | None = None,
     ) -> WorkingMemory:
         key = self._key(scope, namespace, session_id, write=True)
         for _ in range(_MAX_STATE_ATTEMPTS):
@@ -225,6 +239,8 @@ class RedisWorkingMemory:
                 encoded,
                 uuid.uuid4().hex,
             ]
+            if subject is not None:
+                args.append(subject)
             with redis_errors("working memory"):
                 session = await self._set_state(keys=[key], args=args)
             if session is not None:
@@ -259,6 +275,43 @@ class RedisWorkingMemory:
     async def _drop(self, keys: list[bytes | str]) -> int:
         live = await self._purge(keys=keys, args=[_micros(self._clock.now())])
         return int(live)
+
+    async def sessions_written_by(self, scope: NamespaceScope, subject: str) -> list[tuple[str, str]]:
+        """The (namespace, session id) of every live session of the admin scope's tenant that `subject` wrote
+        into, sorted. A session written while the scan runs may be missed."""
+        if not scope.admin:
+            raise NamespaceForbidden("listing the sessions a subject wrote needs an admin scope")
+        prefix = f"hs:{{{scope.tenant}}}:wm:"  # the '}' ends the tenant: another tenant's keys never match
+        pattern = _glob_escaped(prefix) + "*"
+        found: set[tuple[str, str]] = set()  # SCAN may return a key more than once
+        batch: list[str] = []
+        with redis_errors("working memory"):
+            async for key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT):
+                name = _text(key)
+                if name.startswith(prefix):
+                    batch.append(name)
+                if len(batch) >= _WRITERS_BATCH:
+                    found.update(await self._written_by(batch, prefix, subject))
+                    batch = []
+            if batch:
+                found.update(await self._written_by(batch, prefix, subject))
+        return sorted(found)
+
+    async def _written_by(self, keys: list[str], prefix: str, subject: str) -> list[tuple[str, str]]:
+        """Those of `keys` (sessions of one tenant) that are live sessions `subject` wrote into."""
+        async with self._client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.hmget(key, ["exp", f"w:{subject}"])
+            answers = await pipe.execute()
+        now = _micros(self._clock.now())
+        written: list[tuple[str, str]] = []
+        for key, (exp, wrote) in zip(keys, answers, strict=True):
+            if exp is None or wrote is None or int(_text(exp)) <= now:
+                continue
+            # a session id is percent-encoded, so the namespace is everything before the last ':'
+            namespace, _, session_id = key[len(prefix) :].rpartition(":")
+            written.append((namespace, unquote(session_id)))
+        return written
 
     async def ping(self) -> None:
         with redis_errors("working memory"):

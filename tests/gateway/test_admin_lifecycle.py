@@ -173,12 +173,16 @@ def test_cli_export_import_select_forget_and_purge_work_in_direct_mode(
     assert forgotten.returncode == 0, forgotten.stderr
     assert json.loads(forgotten.stdout) == {"forgotten": {"user:1": 1}, "already_forgotten": 0}
     assert cli("forget-selected", "--tenant", "acme").returncode != 0  # no criterion: refused, nothing forgotten
+    assert cli("erase", "--tenant", "acme", "--written-by", "mallory").returncode == 2  # not confirmed
+    erased = cli("erase", "--tenant", "acme", "--written-by", "mallory", "--confirm", "mallory")
+    assert erased.returncode == 0, erased.stderr
+    assert json.loads(erased.stdout)["removed"]["memories"] == 1
     refused = cli("purge", "--tenant", "acme", "--namespace", "user:1")
     assert refused.returncode == 2
     purged = cli("purge", "--tenant", "acme", "--namespace", "user:1", "--confirm", "user:1")
     assert purged.returncode == 0, purged.stderr
-    assert "purged 3" in purged.stderr
-    assert json.loads(purged.stdout)["removed"]["memories"] == 3 and json.loads(purged.stdout)["by"] == "hindsight-cli"
+    assert "purged 2" in purged.stderr
+    assert json.loads(purged.stdout)["removed"]["memories"] == 2 and json.loads(purged.stdout)["by"] == "hindsight-cli"
 
 
 async def test_export_purge_import_restores_a_namespace_with_its_metadata(app: Starlette, mint: Mint) -> None:

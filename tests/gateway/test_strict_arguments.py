@@ -140,7 +140,7 @@ async def test_every_tool_refuses_an_argument_its_schema_does_not_name(app: Star
         tools = (await client.list_tools()).tools
         refused = {tool.name: await client.call_tool(tool.name, {"surplus": 1}) for tool in tools}
         assert await nothing_stored(client)
-    assert len(tools) == 26
+    assert len(tools) == 27
     assert all("surplus: unknown argument" in refusal(result) for result in refused.values())
 
 

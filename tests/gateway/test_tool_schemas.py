@@ -32,6 +32,7 @@ ADMIN_TOOLS = {
     "debug_session",
     "select_memories",
     "forget_selected_memories",
+    "erase_selected_memories",
 }
 WRITE_TOOLS = {
     "write_memory",
@@ -107,6 +108,7 @@ async def one_call_of_each_tool(client: Client) -> dict[str, dict[str, Any]]:
     await call("consolidate", {"namespace": "user:1"})
     await call("select_memories", {"criteria": {"written_by": "agent-1"}, "limit": 5})
     await call("forget_selected_memories", {"criteria": {"tag": "prefs"}})
+    await call("erase_selected_memories", {"criteria": {"tag": "prefs"}, "confirm": "prefs"})
     await call("purge_namespace", {"namespace": "user:2", "confirm": "user:2"})
     return answers
 

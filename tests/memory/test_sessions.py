@@ -283,3 +283,20 @@ async def test_a_turn_at_the_content_limit_is_still_extracted_when_it_leaves_the
 
     assert len(outcome.extracted) == 1
     assert (await memories.get(me, outcome.extracted[0])).content.endswith(long_turn.strip()[-100:])
+
+
+# -- writers ---------------------------------------------------------------------------------------------------
+
+
+async def test_record_turn_and_update_state_record_the_requests_subject_among_the_sessions_writers(
+    sessions: SessionService, working: InProcessWorkingMemory, acme: str
+) -> None:
+    me = scope(acme, write=["user:1", "user:2"])
+    admin = scope(acme, admin=True)
+    await turn(sessions, me, "I live in Lisbon", session_id="talked", subject="agent-1")
+    await set_state(sessions, me, {"step": 1}, session_id="planned", namespace="user:2", subject="agent-1")
+    await set_state(sessions, me, {"step": 1}, session_id="anonymous")
+    await turn(sessions, me, "I play tennis", session_id="other", subject="agent-2")
+
+    assert await working.sessions_written_by(admin, "agent-1") == [("user:1", "talked"), ("user:2", "planned")]
+    assert await working.sessions_written_by(admin, "agent-2") == [("user:1", "other")]

@@ -373,6 +373,110 @@ async def test_a_non_admin_scope_cannot_purge_a_namespace(working: WorkingMemory
     assert await held(working, writer, "user:1", "s1")
 
 
+async def test_a_session_lists_among_those_a_subject_wrote_once_it_appended_a_turn_or_updated_the_state(
+    working: WorkingMemoryStore, acme: str
+) -> None:
+    admin = scope(acme, admin=True)
+    writer = scope(acme, write=["user:1", "user:1:2"])
+    assert await working.sessions_written_by(admin, "agent-1") == []
+    await working.append_turn(writer, "user:1", "s*", turn(0), window=10, ttl_seconds=TTL, subject="agent-1")
+    await working.update_state(writer, "user:1:2", "a:b/c d%\\x", {"k": 1}, True, TTL, subject="agent-1")
+    await working.update_state(writer, "user:1", "replaced", {"k": 1}, merge=False, ttl_seconds=TTL, subject="agent-1")
+    # written by nobody named, then by the subject: it joins the writers of a session that was already there
+    await working.append_turn(writer, "user:1", "joined", turn(0), window=10, ttl_seconds=TTL)
+    await working.update_state(writer, "user:1", "joined", {"k": 1}, True, TTL, subject="agent-1")
+
+    listed = await working.sessions_written_by(admin, "agent-1")
+
+    assert listed == sorted(
+        [("user:1", "s*"), ("user:1:2", "a:b/c d%\\x"), ("user:1", "replaced"), ("user:1", "joined")]
+    )
+    joined = await working.get(writer, "user:1", "joined")
+    assert joined is not None
+    assert (joined.turns, joined.state) == ([turn(0)], {"k": 1})  # recording the writer changed nothing else
+
+
+async def test_every_session_a_subject_wrote_is_listed_however_many_the_tenant_holds(
+    working: WorkingMemoryStore, acme: str
+) -> None:
+    admin = scope(acme, admin=True)
+    written = [("user:1", f"s{n:04d}") for n in range(620)]  # more than one batch of reads
+    for namespace, session_id in written:
+        await working.append_turn(admin, namespace, session_id, turn(0), window=10, ttl_seconds=TTL, subject="a-1")
+
+    assert await working.sessions_written_by(admin, "a-1") == written
+
+
+async def test_another_subjects_sessions_and_another_tenants_are_not_listed(
+    working: WorkingMemoryStore, acme: str, globex: str
+) -> None:
+    admin = scope(acme, admin=True)
+    lookalike = scope(f"{acme}2", admin=True)  # a tenant whose name this one is a prefix of
+    other = scope(globex, admin=True)
+    await working.append_turn(admin, "user:1", "mine", turn(0), window=10, ttl_seconds=TTL, subject="agent-1")
+    await working.update_state(admin, "user:1", "shared", {"k": 1}, True, TTL, subject="agent-2")
+    await working.append_turn(admin, "user:1", "shared", turn(0), window=10, ttl_seconds=TTL, subject="agent-1")
+    for session_id in ("theirs", "s*"):
+        await working.append_turn(admin, "user:1", session_id, turn(0), window=10, ttl_seconds=TTL, subject="agent-2")
+        await working.update_state(admin, "user:2", session_id, {"k": 1}, True, TTL, subject="agent-10")
+        await working.append_turn(admin, "user:3", session_id, turn(0), window=10, ttl_seconds=TTL)
+        await working.append_turn(lookalike, "user:1", session_id, turn(0), 10, TTL, subject="agent-1")
+        await working.update_state(other, "user:1", session_id, {"k": 1}, True, TTL, subject="agent-1")
+
+    assert await working.sessions_written_by(admin, "agent-1") == [("user:1", "mine"), ("user:1", "shared")]
+    assert await working.sessions_written_by(admin, "agent-2") == [
+        ("user:1", "s*"),
+        ("user:1", "shared"),
+        ("user:1", "theirs"),
+    ]
+    assert await working.sessions_written_by(admin, "agent") == []
+    assert await working.sessions_written_by(admin, "agent-*") == []
+    assert await working.sessions_written_by(lookalike, "agent-1") == [("user:1", "s*"), ("user:1", "theirs")]
+
+
+async def test_a_taken_or_purged_session_is_no_longer_listed(working: WorkingMemoryStore, acme: str) -> None:
+    admin = scope(acme, admin=True)
+    for namespace, session_id in [("user:1", "taken"), ("user:1", "kept"), ("user:2", "purged")]:
+        await working.append_turn(admin, namespace, session_id, turn(0), window=10, ttl_seconds=TTL, subject="a-1")
+
+    await working.take(admin, "user:1", "taken")
+    await working.purge(admin, "user:2")
+
+    assert await working.sessions_written_by(admin, "a-1") == [("user:1", "kept")]
+    # written again by another subject, the sessions start afresh: the old writer is not among their writers
+    await working.append_turn(admin, "user:1", "taken", turn(1), window=10, ttl_seconds=TTL, subject="a-2")
+    await working.update_state(admin, "user:2", "purged", {"k": 1}, True, TTL, subject="a-2")
+    assert await working.sessions_written_by(admin, "a-1") == [("user:1", "kept")]
+    assert await working.sessions_written_by(admin, "a-2") == [("user:1", "taken"), ("user:2", "purged")]
+
+
+async def test_an_expired_session_is_no_longer_listed_nor_its_writers_kept_when_it_starts_again(
+    working: WorkingMemoryStore, acme: str, clock: ManualClock
+) -> None:
+    admin = scope(acme, admin=True)
+    await working.append_turn(admin, "user:1", "short", turn(0), window=10, ttl_seconds=60, subject="a-1")
+    await working.update_state(admin, "user:1", "stateful", {"k": 1}, True, 60, subject="a-1")
+    await working.append_turn(admin, "user:1", "long", turn(0), window=10, ttl_seconds=TTL, subject="a-1")
+    clock.advance(60)
+
+    assert await working.sessions_written_by(admin, "a-1") == [("user:1", "long")]
+    await working.append_turn(admin, "user:1", "short", turn(1), window=10, ttl_seconds=60, subject="a-2")
+    await working.update_state(admin, "user:1", "stateful", {"k": 2}, True, 60, subject="a-2")
+    assert await working.sessions_written_by(admin, "a-1") == [("user:1", "long")]
+
+
+async def test_a_non_admin_scope_cannot_list_the_sessions_a_subject_wrote(
+    working: WorkingMemoryStore, acme: str
+) -> None:
+    writer = scope(acme, read=["user:1"], write=["user:1"])
+    await working.append_turn(writer, "user:1", "s1", turn(0), window=10, ttl_seconds=TTL, subject="a-1")
+
+    with pytest.raises(NamespaceForbidden):
+        await working.sessions_written_by(writer, "a-1")
+
+    assert await working.sessions_written_by(scope(acme, admin=True), "a-1") == [("user:1", "s1")]
+
+
 async def test_redis_down_is_backend_unavailable_and_the_same_client_recovers(
     own_redis: RedisServer, clock: ManualClock, acme: str
 ) -> None:

@@ -20,7 +20,7 @@ from gateway.app import create_app
 from memory.clock import ManualClock
 from ops.config import Settings
 from tenancy.limits import IdempotencyKey
-from tests.conftest import Mint, data, make_settings, mcp_session, running
+from tests.conftest import Mint, data, error_code, make_settings, mcp_session, running
 from tests.redis_server import RedisTarget
 
 pytestmark = pytest.mark.anyio
@@ -129,7 +129,7 @@ async def test_a_purge_leaves_none_of_the_namespace_s_words_in_any_store_and_ans
     removed = purged["receipt"]["removed"]
     assert purged["receipt"]["by"] == "ops" and purged["receipt"]["namespace"] == PRIVATE
     assert removed["memories"] == 4 and removed["copies_in_other_namespaces"] == 3
-    assert removed["consolidated_from_copies"] == 1 and removed["working_memory_sessions"] == 2  # s1 and t1
+    assert removed["consolidated_from_them"] == 1 and removed["working_memory_sessions"] == 2  # s1 and t1
     assert (removed["events"], removed["event_sessions"], removed["recall_log_entries"]) == (1, 1, 2)
     assert removed["idempotency_answers"] == 5  # w-1, the batch's three items, e-1
     assert left["records"] == []
@@ -147,3 +147,39 @@ async def test_a_purge_leaves_none_of_the_namespace_s_words_in_any_store_and_ans
     # the event store's files hold none of it; the embedded vector engine keeps an erased point's bytes in its
     # segment and write-ahead log files until it rewrites them (docs/OPERATIONS.md: what a receipt proves)
     assert [f.name for f in on_disk if VECTORS not in f.parts] == []
+
+
+async def test_erasing_what_one_subject_wrote_leaves_none_of_its_words_in_any_store(
+    app: Starlette, mint: Mint, backend: tuple[Settings, RedisTarget | None], caplog: pytest.LogCaptureFixture
+) -> None:
+    await write_everywhere(app, mint)
+    caplog.set_level(logging.INFO, logger="hindsight.audit")
+    wren = {"criteria": {"written_by": "wren"}}
+    async with mcp_session(app, mint(sub="ops", read=[], write=[], admin=True)) as client:
+        unconfirmed = await client.call_tool("erase_selected_memories", wren | {"confirm": "bob"})
+        erased = data(await client.call_tool("erase_selected_memories", wren | {"confirm": "wren"}))
+        left = data(await client.call_tool("select_memories", wren))
+        shared = data(await client.call_tool("export_memories", {"namespace": SHARED}))["records"]
+        log = data(await client.call_tool("recall_log", {"limit": 100}))
+        sessions = data(await client.call_tool("export_events", {"namespace": PRIVATE}))
+    async with mcp_session(app, mint(sub="wren", read=[PRIVATE, SHARED], write=[PRIVATE])) as client:
+        working = data(await client.call_tool("get_working_memory", {"session_id": "s1", "namespace": PRIVATE}))
+    stored = await app.state.runtime.idempotency.done_response(IdempotencyKey("acme", "wren", "write_memory", "w-1"))
+
+    assert error_code(unconfirmed) == "invalid_argument"
+    receipt = erased["receipt"]
+    assert (receipt["by"], receipt["selection"]) == ("ops", "written by wren")
+    removed = receipt["removed"]
+    assert (removed["memories"], removed["consolidated_from_them"], removed["events"]) == (7, 1, 1)
+    assert removed["working_memory_sessions"] == 2 and removed["idempotency_answers"] == 5  # s1 and t1
+    assert left["records"] == [] and [r["content"] for r in shared] == ["Team lunch is on Thursday at noon"]
+    assert log["entries"] == []  # wren's recalls, and bob's that returned wren's copies
+    assert sessions["sessions"] == [] and working["turns"] == [] and stored is None
+    lines = [
+        r.getMessage() for r in caplog.records if r.name == "hindsight.audit" and "erase_selected" in r.getMessage()
+    ]
+    assert json.loads(lines[-1])["receipt"] == receipt and WORD not in lines[-1]
+    target = backend[1]
+    if target is not None:
+        assert not [value for value in await raw_values(target) if WORD in value.lower()]
+    assert [f.name for f in files_holding(Path(backend[0].data_dir), WORD.encode()) if VECTORS not in f.parts] == []

@@ -715,6 +715,173 @@ async def test_expire_drops_the_archive_of_a_session_that_ended_before_the_cutof
     assert await events_store.expire(at(1000)) == EventCounts(events=1, sessions=1)
 
 
+# -- erasing a subject -------------------------------------------------------------------------------------------
+
+
+def by(subject: str, made: Event) -> Event:
+    return replace(made, subject=subject)
+
+
+async def test_erasing_a_subject_removes_its_events_in_every_namespace_and_keeps_other_subjects_events(
+    events_store: EventStore, acme: str
+) -> None:
+    writer, admin = scope(acme, write=["user:1", "user:2"]), scope(acme, admin=True)
+    gone = [event(1, task="t"), event(3, kind="tool_call", call="c"), event(5, namespace="user:2", session="s2")]
+    decoy = event(4, content=',"subject":"agent-1","request":', metadata={"a": 1, "subject": "agent-1", "request": 2})
+    kept = [by("agent-2", event(2, task="t")), by("agent-2", decoy), by("agent-10", event(6))]
+    elsewhere = by("agent-2", event(7, namespace="user:2", session="s2"))
+    for made in (*gone, *kept, elsewhere):
+        await events_store.append(writer, made)
+
+    erased = await events_store.erase_subject(admin, "agent-1")
+
+    assert erased == (EventCounts(events=3, sessions=0), [("user:1", "s1"), ("user:2", "s2")])
+    assert await everything(events_store, admin) == kept
+    assert await events_store.events(admin, "user:1", "s1", task_id="t") == [kept[0]]
+    assert await everything(events_store, admin, "s2", "user:2") == [elsewhere]
+    record = await events_store.session(admin, "user:1", "s1")
+    assert record is not None and record.events == 3
+    assert await exported(events_store, admin, "user:1") == [SessionExport(record, kept)]
+    assert await events_store.erase_subject(admin, "agent-1") == (EventCounts(0, 0), [])
+
+
+async def test_a_session_left_with_no_event_by_an_erase_is_removed_and_counted(
+    events_store: EventStore, acme: str
+) -> None:
+    writer, admin = scope(acme, write=["user:1"]), scope(acme, admin=True)
+    await events_store.append(writer, event(1, session="only-mine"))
+    await events_store.append(writer, event(2, session="only-mine", task="t", kind="tool_call", call="c"))
+    await events_store.append(writer, event(3, session="ended-mine"))
+    await events_store.end_session(writer, "user:1", "ended-mine", at(4), "ended", {"turns": ["mine"]})
+    await events_store.start_session(writer, "user:1", "no-events", None, at(5))
+    await events_store.append(writer, by("agent-2", event(6, session="shared")))
+    await events_store.append(writer, event(7, session="shared"))
+
+    erased = await events_store.erase_subject(admin, "agent-1")
+
+    touched = [("user:1", "ended-mine"), ("user:1", "only-mine"), ("user:1", "shared")]
+    assert erased == (EventCounts(events=4, sessions=2), touched)
+    assert [s.session_id for s in await events_store.sessions(admin, "user:1")] == ["no-events", "shared"]
+    assert await events_store.sessions(admin, "user:1", status="ended") == []
+    assert [s.session_id for s in await events_store.idle_sessions(admin, at(1000), 10)] == ["no-events", "shared"]
+    for session in ("only-mine", "ended-mine"):
+        assert await events_store.session(admin, "user:1", session) is None
+        assert await everything(events_store, admin, session) == []
+    assert await events_store.events(admin, "user:1", "only-mine", task_id="t") == []
+    assert await events_store.expire(at(1000)) == EventCounts(0, 0)
+    fresh = event(8, session="only-mine", kind="tool_result", call="c")  # no stale call binding survives the erase
+    assert await events_store.append(writer, fresh) == fresh
+    record = await events_store.session(admin, "user:1", "only-mine")
+    assert record is not None
+    assert (record.status, record.started_at, record.events) == ("active", at(8), 1)
+
+
+async def test_a_bound_tool_result_goes_with_its_call_and_the_call_index_falls_back_to_the_call_left(
+    events_store: EventStore, acme: str
+) -> None:
+    writer, admin = scope(acme, write=["user:1"]), scope(acme, admin=True)
+    older_call = by("agent-2", event(1, kind="tool_call", call="c"))
+    my_call = event(2, kind="tool_call", call="c")
+    their_result = by("agent-2", event(3, kind="tool_result", call="c"))  # bound into my call (the latest "c")
+    their_call = by("agent-2", event(4, kind="tool_call", call="d"))
+    my_result = event(5, kind="tool_result", call="d")  # bound into their call: the result stays with it
+    for made in (older_call, my_call, their_result, their_call, my_result):
+        await events_store.append(writer, made)
+
+    assert await events_store.erase_subject(admin, "agent-1") == (EventCounts(events=1), [("user:1", "s1")])
+
+    answered = replace(their_call, **_result_of(my_result))
+    assert await everything(events_store, admin) == [older_call, answered]
+    record = await events_store.session(admin, "user:1", "s1")
+    assert record is not None and record.events == 2
+    rebound = replace(older_call, **_result_of(their_result))  # its retry binds to the call left for "c"
+    assert await events_store.append(writer, their_result) == rebound
+    assert await everything(events_store, admin) == [rebound, answered]
+
+
+async def test_an_append_after_the_erase_with_a_request_id_the_erased_subject_used_stores_a_new_event(
+    events_store: EventStore, acme: str
+) -> None:
+    writer, admin = scope(acme, write=["user:1"]), scope(acme, admin=True)
+    first = event(1)
+    theirs = again(first, 2, subject="agent-2")  # the same request id, another subject
+    call = by("agent-2", event(3, kind="tool_call", call="c"))
+    result = event(4, kind="tool_result", call="c")  # bound into another subject's call, with its request id
+    for made in (first, theirs, call, result):
+        await events_store.append(writer, made)
+
+    await events_store.erase_subject(admin, "agent-1")
+
+    retry, result_retry = again(first, 10), again(result, 11)
+    assert await events_store.append(writer, retry) == retry
+    assert await events_store.append(writer, result_retry) == result_retry  # the call has its result: own event
+    assert await events_store.append(writer, again(theirs, 12)) == theirs
+    assert await everything(events_store, admin) == [theirs, replace(call, **_result_of(result)), retry, result_retry]
+    record = await events_store.session(admin, "user:1", "s1")
+    assert record is not None and record.events == 4
+
+
+async def test_erasing_a_subject_leaves_other_tenants_untouched_even_those_whose_names_start_alike(
+    events_store: EventStore, acme: str, globex: str
+) -> None:
+    made = {tenant: event(1, task="t") for tenant in (acme, f"{acme}.x", f"{acme}.x.y", globex)}
+    for tenant, e in made.items():
+        await events_store.append(scope(tenant, write=["user:1"]), e)
+
+    erased = await events_store.erase_subject(scope(f"{acme}.x", admin=True), "agent-1")
+
+    assert erased == (EventCounts(events=1, sessions=1), [("user:1", "s1")])
+    for tenant, e in made.items():
+        reader = scope(tenant, read=["user:1"])
+        left = [] if tenant == f"{acme}.x" else [e]
+        assert await everything(events_store, reader) == left
+        assert await events_store.events(reader, "user:1", "s1", task_id="t") == left
+        assert (await events_store.session(reader, "user:1", "s1") is None) == (not left)
+
+
+async def test_a_scope_without_admin_cannot_erase_a_subject(events_store: EventStore, acme: str) -> None:
+    writer = scope(acme, write=["user:1"])
+    made = event(1)
+    await events_store.append(writer, made)
+
+    with pytest.raises(NamespaceForbidden):
+        await events_store.erase_subject(writer, "agent-1")
+    assert await everything(events_store, writer) == [made]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(subjects=st.lists(st.text(max_size=12), min_size=1, max_size=6), task=st.text(max_size=8))
+async def test_erasing_any_subject_removes_exactly_the_events_it_recorded(
+    events_store: EventStore, subjects: list[str], task: str
+) -> None:
+    tenant = f"t-{uuid.uuid4().hex}"
+    writer, admin = scope(tenant, write=["user:1"]), scope(tenant, admin=True)
+    erased = subjects[0]
+    spelled = json.dumps(erased, ensure_ascii=False)  # other events spell the erased subject's field everywhere
+    made = [
+        by(
+            subject,
+            event(
+                n,
+                task=task,
+                content=f',"subject":{spelled},"request":',
+                metadata={"subject": erased, "request": None, "x": f'"subject":{spelled}'},
+            ),
+        )
+        for n, subject in enumerate(subjects)
+    ]
+    for e in made:
+        await events_store.append(writer, e)
+
+    counts, touched = await events_store.erase_subject(admin, erased)
+
+    left = [e for e in made if e.subject != erased]
+    assert counts == EventCounts(events=len(made) - len(left), sessions=0 if left else 1)
+    assert touched == [("user:1", "s1")]
+    assert await everything(events_store, admin) == left
+    assert await events_store.events(admin, "user:1", "s1", task_id=task) == left
+
+
 # -- backend-specific --------------------------------------------------------------------------------------------
 
 CHILD = """
@@ -890,3 +1057,53 @@ async def test_a_sqlite_file_of_version_1_gets_the_request_index_of_the_events_i
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone() == (2,)
     conn.close()
+
+
+async def test_erasing_a_subject_leaves_no_redis_key_or_field_of_its_events(
+    redis_target: RedisTarget, acme: str
+) -> None:
+    store = RedisEventStore(redis_target.client())
+    writer, admin = scope(acme, write=["user:1"]), scope(acme, admin=True)
+    kept = by("agent-2", event(1))
+    for made in (
+        kept,
+        event(2, task="t", kind="tool_call", call="c"),
+        by("agent-2", event(3, kind="tool_result", call="c")),
+        event(4, session="mine", task="t", kind="tool_call", call="c"),
+    ):
+        await store.append(writer, made)
+
+    assert await store.erase_subject(admin, "agent-1") == (
+        EventCounts(events=2, sessions=1),
+        [("user:1", "mine"), ("user:1", "s1")],
+    )
+
+    client = redis_target.client()
+    prefix = f"hs:{{{acme}}}:ev:s:user%3A1"
+    fields = sorted(f.decode() if isinstance(f, bytes) else f for f in await client.hkeys(f"{prefix}:s1:ev"))
+    task_keys = [f"{prefix}:{s}:task:=t" for s in ("s1", "mine")]
+    mine = [f"{prefix}:mine:{k}" for k in ("rec", "ev", "ids", "age", "calls", "tasks")]
+    left = [await client.exists(k) for k in (*task_keys, *mine, f"{prefix}:s1:calls", f"{prefix}:s1:tasks")]
+    await client.aclose()
+    assert fields == sorted([kept.id, f"k:{kept.id}", f"q:req-1 {kept.subject}"])
+    assert left == [0] * len(left)
+    await store.close()
+
+
+async def test_an_erase_leaves_no_erased_text_in_the_sqlite_file_or_its_log(tmp_path: Path, acme: str) -> None:
+    path = tmp_path / "events.sqlite3"
+    store = SqliteEventStore.open(path)
+    writer, admin = scope(acme, write=["user:1"]), scope(acme, admin=True)
+    secret = "the erased subject's secret 4f1c9"
+    await store.append(writer, event(1, content=secret, metadata={"note": secret}))
+    await store.append(writer, by("agent-2", event(2)))
+
+    assert await store.erase_subject(admin, "agent-1") == (EventCounts(events=1), [("user:1", "s1")])
+
+    stored = _bytes_of_files(tmp_path, "events.sqlite3")  # the file, its log and shared memory, before closing
+    await store.close()
+    assert secret.encode() not in stored
+
+
+def _bytes_of_files(directory: Path, prefix: str) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(directory.iterdir()) if p.name.startswith(prefix))
