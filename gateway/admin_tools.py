@@ -17,11 +17,11 @@ from gateway.arguments import MAX_IMPORT_BATCH
 from gateway.runtime import Runtime
 from gateway.serialize import RECORD_FIELDS, TIME_FIELDS, memory_json
 from gateway.tool_support import SCOPE_META, current_call
-from memory.consolidation import consolidate as run_consolidation
+from memory.consolidation import consolidate_now
 from memory.errors import InvalidArgument
 from memory.models import WriteStatus
 from memory.requests import ListRequest, WriteRequest
-from memory.scope import NamespaceScope, validate_namespace
+from memory.scope import NamespaceScope
 from memory.validation import (
     EngineLimits,
     check_content,
@@ -166,16 +166,8 @@ def register_admin_tools(server: MCPServer) -> None:
     ) -> ConsolidateAnswer:
         """Admin: merge related episodic memories into semantic ones now (it also runs on a schedule)."""
         call = current_call()
-        store = call.runtime.store
-        targets = [validate_namespace(namespace)] if namespace else sorted(await store.namespace_counts(call.scope))
-        clusters, written = 0, []
-        for target in targets:
-            result = await run_consolidation(
-                call.runtime.memories, call.scope, target, summarizer=call.runtime.summarizer
-            )
-            clusters += result.clusters
-            written += result.written
-        return {"status": "consolidated", "clusters": clusters, "written": written}
+        result = await consolidate_now(call.runtime.memories, call.scope, namespace, call.runtime.summarizer)
+        return {"status": "consolidated", "clusters": result.clusters, "written": result.written}
 
     @server.tool(annotations=destructive, meta=ADMIN)
     async def purge_namespace(

@@ -27,21 +27,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, WithJsonSchema
+from pydantic import WithJsonSchema
 
 from gateway.batch_answers import BatchWriteAnswer, ItemAnswer
 from gateway.errors import failure_from_exception
 from gateway.idempotent_calls import fingerprint
+from gateway.operations import WriteArguments
 from gateway.tool_support import PER_ITEM_IDEMPOTENCY_META, ToolCall, current_call
 from memory.errors import BackendUnavailable, InvalidArgument, MemoryEngineError
 from memory.models import WriteOutcome
 from memory.requests import WriteRequest
-from memory.validation import check_request_id, parse_instant
+from memory.validation import check_request_id
 from tenancy.errors import IdempotencyConflict
 from tenancy.limits import Conflict, IdempotencyKey, IdempotencyStore, Replay
 
@@ -52,24 +53,7 @@ ITEM_TOOL = "write_memory"  # an item is a write_memory call: its request id, pr
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 
-class WriteItem(BaseModel):
-    """One statement of a batch: the arguments of `write_memory` except `explain`."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    # as write_memory's arguments (described there, and in docs/TOOLS.md); namespace: the batch's when omitted
-    content: str
-    namespace: str | None = None
-    kind: Literal["episodic", "semantic"] = "episodic"
-    importance: float | None = None
-    tags: list[str] | None = None
-    ttl_seconds: int | None = None
-    session_id: str | None = None
-    occurred_at: str | None = None
-    share_to: list[str] | None = None
-    metadata: dict[str, Any] | None = None
-    force: bool = False
-    request_id: str | None = None  # a write_memory request id: a retry of the batch or of the item replays it
+WriteItem = WriteArguments  # one statement of a batch: write_memory's arguments but explain
 
 
 # What write_memories publishes of its items: objects with write_memory's arguments, said in a few words rather
@@ -175,22 +159,7 @@ def _write_memory_arguments(item: WriteItem, namespace: str | None) -> dict[str,
 
 
 def _request(call: ToolCall, item: WriteItem, namespace: str | None) -> WriteRequest:
-    return WriteRequest(
-        content=item.content,
-        subject=call.principal.subject,
-        namespace=item.namespace if item.namespace is not None else namespace,
-        kind=item.kind,
-        importance=item.importance,
-        tags=item.tags,
-        ttl_seconds=item.ttl_seconds,
-        session_id=item.session_id,
-        occurred_at=parse_instant(item.occurred_at, "occurred_at"),
-        share_to=item.share_to,
-        metadata=item.metadata,
-        force=item.force,
-        request_id=item.request_id,
-        tool=ITEM_TOOL,
-    )
+    return item.request(call.principal.subject, namespace=namespace, tool=ITEM_TOOL)
 
 
 def _answer(index: int, outcome: WriteOutcome | MemoryEngineError) -> ItemAnswer:

@@ -6,7 +6,8 @@ memory that states what they keep saying and links to its sources.
 - `calibration`: topic vectors and the embedder's cosine floor (one clustering policy for every embedder);
 - `clusters`: hybrid similarity (shared topic terms + dense cosine) and average-linkage clustering;
 - `statements`: the rule-based generalised statement per shape, English and Chinese, with its evidence;
-- `engine`: one run over a namespace (`consolidate`): new, changed and unchanged clusters, the optional LLM;
+- `engine`: one run over a namespace (`consolidate`): new, changed and unchanged clusters, the optional LLM; an
+  admin's run over one namespace or all of them (`consolidate_now`);
 - `pace`: how often scheduled maintenance consolidates a namespace (`ConsolidationPace`).
 """
 
@@ -16,6 +17,7 @@ from memory.consolidation.engine import (
     ConsolidationPolicy,
     ConsolidationResult,
     consolidate,
+    consolidate_now,
     policy_for,
 )
 from memory.consolidation.pace import ConsolidationPace
@@ -30,6 +32,7 @@ __all__ = [
     "Topics",
     "clusters_of",
     "consolidate",
+    "consolidate_now",
     "core_terms",
     "policy_for",
     "topics_of",

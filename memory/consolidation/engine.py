@@ -38,7 +38,7 @@ from memory.llm import ChatSummarizer
 from memory.models import CONSOLIDATED, Memory, MemoryKind, WriteStatus
 from memory.pipeline.text import split_speaker
 from memory.requests import WriteRequest
-from memory.scope import NamespaceScope
+from memory.scope import NamespaceScope, validate_namespace
 from memory.service import MemoryService
 
 logger = logging.getLogger("hindsight.consolidation")
@@ -186,6 +186,27 @@ async def consolidate(
             superseded.append(previous.id)
             earlier.remove(previous)
     return ConsolidationResult(len(drafts), written, unchanged, superseded)
+
+
+async def consolidate_now(
+    service: MemoryService,
+    scope: NamespaceScope,
+    namespace: str | None = None,
+    summarizer: ChatSummarizer | None = None,
+) -> ConsolidationResult:
+    """Consolidate one namespace, or every namespace of the admin scope's tenant with live memories, now (an
+    admin's request; the schedule consolidates at its own pace): the runs' results added up."""
+    if namespace is not None:
+        targets = [validate_namespace(namespace)]
+    else:
+        targets = sorted(await service.store.namespace_counts(scope))
+    results = [await consolidate(service, scope, target, summarizer=summarizer) for target in targets]
+    return ConsolidationResult(
+        sum(r.clusters for r in results),
+        [i for r in results for i in r.written],
+        sum(r.unchanged for r in results),
+        [i for r in results for i in r.superseded],
+    )
 
 
 async def _write(

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from memory.clock import ManualClock
-from memory.consolidation import SUBJECT, consolidate
+from memory.consolidation import SUBJECT, consolidate, consolidate_now
 from memory.models import Memory, MemoryKind
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
@@ -173,3 +173,15 @@ async def test_recall_ranks_the_semantic_memory_above_its_sources_for_a_general_
     hits = await service.recall(admin, RecallRequest(query="how should I answer this user?", namespaces=["user:1"]))
     kinds = [h.memory.kind for h in hits]
     assert kinds[0] is MemoryKind.SEMANTIC and "short, concise answers" in hits[0].memory.content
+
+
+async def test_an_admin_s_run_now_consolidates_every_namespace_or_the_one_named(
+    service: MemoryService, admin: NamespaceScope, clock: ManualClock
+) -> None:
+    for namespace in ("user:1", "user:2"):
+        await write_all(service, admin, clock, list(ENGLISH["fastapi"]), namespace=namespace)
+    one = await consolidate_now(service, admin, "user:1")
+    every = await consolidate_now(service, admin)
+    assert (one.clusters, len(one.written)) == (1, 1)
+    assert (every.clusters, len(every.written), every.unchanged) == (2, 1, 1)  # user:1's says it already
+    assert [len(await semantic_memories(service, admin, ns)) for ns in ("user:1", "user:2")] == [1, 1]
