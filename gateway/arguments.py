@@ -22,6 +22,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from pydantic import ConfigDict, ValidationError
 
 from memory.errors import InvalidArgument
+from memory.transfer import MAX_IMPORT_RECORDS
 from memory.validation import EngineLimits
 from memory.values import MAX_JSON_DEPTH, check_json_value, string_problem
 
@@ -146,9 +147,6 @@ def argument_problems(arguments: dict[str, Any]) -> list[str]:
     return problems
 
 
-MAX_IMPORT_BATCH = 500  # records per import_memories call
-
-
 def bounds(limits: EngineLimits) -> dict[str, dict[str, Any]]:
     """The JSON Schema keywords of each argument name, wherever a tool has it: the engine's bounds a caller may
     run into. Every tool definition costs an agent tokens on every turn (issue #30), so bounds a caller hardly
@@ -169,7 +167,7 @@ def bounds(limits: EngineLimits) -> dict[str, dict[str, Any]]:
         "since": instant,
         "until": instant,
         "as_of": instant,
-        "records": {"maxItems": MAX_IMPORT_BATCH},
+        "records": {"maxItems": MAX_IMPORT_RECORDS},
         "items": {"maxItems": limits.max_batch_items},
     }
 

@@ -10,19 +10,6 @@ from memory.linking import pipeline_notes
 from memory.models import Memory, MemoryKind, RecallHit, WorkingMemory, WriteOutcome
 from memory.pipeline.injection import untrusted_mark
 
-# The fields of an exported record (`memory_json`), and those of them that are times
-RECORD_FIELDS = frozenset(
-    {
-        "id", "namespace", "kind", "content", "importance", "tags", "metadata", "session_id", "follows",
-        "created_at", "updated_at", "last_accessed_at", "access_count", "expires_at", "deleted_at", "origin_id",
-        "supersedes", "superseded_by", "source", "archived_at", "archive_reason", "stored_at",
-        "delete_reason",
-    }
-)  # fmt: skip
-TIME_FIELDS = (
-    "created_at", "updated_at", "last_accessed_at", "expires_at", "deleted_at", "archived_at", "stored_at",
-)  # fmt: skip
-
 
 def iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat().replace("+00:00", "Z")

@@ -15,6 +15,7 @@ from memory.errors import InvalidArgument, NamespaceForbidden
 
 NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9:_.-]{0,127}")
 TENANT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+MAX_SUBJECT_LENGTH = 256  # characters of a subject (a token's `sub`, a memory's writer)
 
 
 def validate_namespace(namespace: object) -> str:

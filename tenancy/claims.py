@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from memory.errors import InvalidArgument
-from memory.scope import TENANT_PATTERN, validate_namespace
+from memory.scope import MAX_SUBJECT_LENGTH, TENANT_PATTERN, validate_namespace
 from tenancy.errors import AuthenticationFailed
 from tenancy.principal import Principal
 
-MAX_SUBJECT_LENGTH = 256
 MAX_NAMESPACES_PER_GRANT = 256
 MAX_SCOPES = 64
 MAX_SCOPE_LENGTH = 128

@@ -15,8 +15,8 @@ from typing import Any
 import jwt
 
 from memory.errors import InvalidArgument
-from memory.scope import TENANT_PATTERN, validate_namespace
-from tenancy.claims import MAX_NAMESPACES_PER_GRANT, MAX_SUBJECT_LENGTH, ClaimNames
+from memory.scope import MAX_SUBJECT_LENGTH, TENANT_PATTERN, validate_namespace
+from tenancy.claims import MAX_NAMESPACES_PER_GRANT, ClaimNames
 from tenancy.principal import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE
 
 MINT_ALGORITHM = "HS256"

@@ -19,7 +19,8 @@ from mcp import Client
 from starlette.applications import Starlette
 
 from gateway.app import create_app
-from gateway.serialize import RECORD_FIELDS, TIME_FIELDS, memory_json
+from gateway.serialize import memory_json
+from memory.transfer import RECORD_FIELDS, TIME_FIELDS
 from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running, tool_error
 from tests.memory.conftest import make_memory
 
