@@ -25,10 +25,11 @@ from gateway.session_answers import (
     extraction_json,
     session_record_json,
 )
-from gateway.session_records import MAX_SESSIONS_PER_PAGE, check_event_records, export_page
+from gateway.session_records import MAX_SESSIONS_PER_PAGE, export_page
 from gateway.tool_support import SCOPE_META, current_call
 from memory.agent_sessions import EventRequest
 from memory.events import EventType
+from memory.transfer.sessions import check_event_records
 from memory.validation import parse_instant
 from tenancy import SCOPE_ADMIN
 

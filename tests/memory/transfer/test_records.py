@@ -3,6 +3,8 @@ record names kept beside its importer, a forgotten record stored forgotten with 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memory.errors import InvalidArgument
@@ -29,7 +31,7 @@ async def test_a_record_keeps_its_author_beside_the_importer_and_its_forgetting_
     service: MemoryService, acme: str
 ) -> None:
     admin = scope(acme, admin=True)
-    records = [
+    records: list[dict[str, Any]] = [
         {"content": "Alice keeps bees on the roof", "source": {"subject": "alice", "request_id": None}},
         {"content": "The old locker code", "deleted_at": "2026-01-02T10:00:00Z", "delete_reason": "asked to"},
     ]
