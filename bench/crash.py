@@ -45,7 +45,7 @@ import httpx2
 import redis
 
 from bench.server import ServerProcess, free_port
-from memory.repeats import COMPLETED
+from memory.write.repeats import COMPLETED
 from tenancy import mint_token
 
 SECRET = "bench-crash-secret-0123456789-abcdefghijklmnopqrstuvwxyz"

@@ -33,7 +33,6 @@ from bench import decision_corpora
 from bench.decision_set import FORMATS, KINDS, LANGUAGES, REPO, WRITER, Case, load
 from bench.procinfo import git_commit
 from bench.sections import replace_section
-from memory import linking
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.models import WriteOutcome, WriteStatus
@@ -41,6 +40,7 @@ from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
+from memory.write import linking
 from tenancy import SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 BEGIN = "<!-- bench:decisions:begin -->"

@@ -8,7 +8,7 @@ would answer it, for an agent importing history.
   the other items are written.
 - **Outcomes.** One entry per item, in order, with its `index`: the `write_memory` answer (`status`, `id`,
   `namespace`, `superseded`, `reason`) or an `error` with the stable code of `gateway.errors`. The engine writes
-  the items in order with the outcomes of single writes (`memory.batch_writes`): a repeat within the batch is
+  the items in order with the outcomes of single writes (`memory.write.batch`): a repeat within the batch is
   skipped, a later value supersedes an earlier one. A backend failure stops the batch; that item and the later
   ones answer `backend_unavailable` (retryable) and were not written.
 - **Idempotency per item.** An item's `request_id` is a `write_memory` request id: the key is tenant + subject +
@@ -17,7 +17,7 @@ would answer it, for an agent importing history.
   (`replayed: true`, their first answers) and writes the rest, and a `write_memory` retry of one item replays it
   too. Each item's claim is held (and renewed) while the batch runs and completed as soon as the batch returns;
   after a crash mid-batch the claims run out and the retry runs the undone items, the engine completing any
-  whose memory was stored before its record (`memory.writes`, step 2). The call itself keeps no answer: the
+  whose memory was stored before its record (`memory.write.writer`, step 2). The call itself keeps no answer: the
   `Idempotency-Key` header does not apply to it (the boundary skips whole-call idempotency for this tool).
 - **Rate limits.** A batch costs one write token per item (`gateway.rate_limit_gate`).
 """

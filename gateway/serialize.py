@@ -6,9 +6,9 @@ from datetime import datetime
 from typing import Any, cast
 
 from gateway.answers import Cited, Hit, Record, SessionAnswer, Source, WriteExplanation
-from memory.linking import pipeline_notes
 from memory.models import Memory, MemoryKind, RecallHit, WorkingMemory, WriteOutcome
 from memory.pipeline.injection import untrusted_mark
+from memory.write.linking import pipeline_notes
 
 
 def iso(value: datetime | None) -> str | None:

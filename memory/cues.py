@@ -4,7 +4,7 @@ memory, whether it asks a question and whether it says when something happened (
 Who said a memory is answered here for the whole engine (`speaker_of`): the speaker of a "Name: text" turn, else
 the speaker a write gives beside its text as `metadata.speaker` (an agent storing a user's own words as they
 were said). Such a memory is read as "Name: text" (`attributed`) wherever the engine reads a turn: its keyword
-document and dense embedding (and its turn context: `memory.writes`), the speaker cue at recall, and who "I"
+document and dense embedding (and its turn context: `memory.write.writer`), the speaker cue at recall, and who "I"
 is in its claims and conflicts (`memory.pipeline.conflict`). Its stored content stays as written.
 
 When a memory happened is findable by keyword too: its keyword document also holds its day in words

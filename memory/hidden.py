@@ -25,10 +25,10 @@ from dataclasses import replace
 from datetime import datetime
 
 from memory.errors import InvalidArgument
-from memory.linking import pipeline_notes
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.ports import ListQuery, VectorStore
 from memory.scope import NamespaceScope
+from memory.write.linking import pipeline_notes
 
 HIDE_REASONS = ("skipped", "merged", "superseded", "expired", "archived")
 HIDDEN_STATES = ("expired", "superseded", "merged", "forgotten", "passed", "archived")

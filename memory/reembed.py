@@ -4,7 +4,7 @@ checks both agree. Switching is the caller's (`gateway.reembed`).
 
 What is copied: every memory whatever its status (live, forgotten, superseded, expired, archived), with its id and
 every payload field unchanged except `embedding_model`, which names the model of the new vector. Vectors are
-rebuilt from the stored content as the write path builds them (`memory.drafts.embedding_work`): the text as
+rebuilt from the stored content as the write path builds them (`memory.write.drafts.embedding_work`): the text as
 read (`memory.cues.attributed`), a dialogue turn mixed with the previous turn of its session (the last turn met
 earlier in id order, which is time order; a bounded cache of the latest turn per session), and the keyword
 vector with the memory's day in words. Pages of `BATCH` memories, one embedder call per page (the embedders run

@@ -1,9 +1,9 @@
 """`MemoryService`: the engine's episodic and semantic memory operations, each under a `NamespaceScope`.
 
-Write: `memory.writes` (validate, skip exact repeats, the write pipeline of docs/DESIGN.md § "The write path", embed,
-then under the namespace's write lock conflict detection and one batch with linked copies, completed by
-`memory.linking`). Forget and restore take the same lock, so an origin and its copies never disagree. Archive moves one
-memory out of the dense index (`memory.archive`); restore brings it back, embedded again.
+Write: `memory.write.writer` (validate, skip exact repeats, the write pipeline of docs/DESIGN.md § "The write path",
+embed, then under the namespace's write lock conflict detection and one batch with linked copies, completed by
+`memory.write.linking`). Forget and restore take the same lock, so an origin and its copies never disagree. Archive
+moves one memory out of the dense index (`memory.archive`); restore brings it back, embedded again.
 Recall: two scoped searches over every target namespace (by meaning, then by keywords expanded by what the first
 found: pseudo-relevance feedback, `memory.recall.searched`), the scores fused into a relevance lifted by cues read
 from the text (`memory.cues`: the speaker the query names, a time for a "when" query) and by conversation context
@@ -20,7 +20,6 @@ import anyio
 
 from memory.access import AccessRecorder
 from memory.archive import archived_copy, is_live, restored_copy
-from memory.batch_writes import BatchResult, write_batch
 from memory.clock import Clock
 from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
@@ -28,7 +27,6 @@ from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
 from memory.growth import WriteObserver, ignore_writes, tell_write_growth
 from memory.hidden import HideObserver, check_hidden_state, ignore_hides, list_hidden, tell_write_hides
 from memory.ids import parse_memory_id
-from memory.linking import superseded_copy
 from memory.locking import InProcessNamespaceLocks
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, WriteOutcome
 from memory.pipeline import PipelineSettings, for_embedder
@@ -49,7 +47,9 @@ from memory.validation import (
 from memory.values import check_text
 from memory.versions import history
 from memory.visibility import as_seen_by
-from memory.writes import MemoryWriter
+from memory.write.batch import BatchResult, write_batch
+from memory.write.linking import superseded_copy
+from memory.write.writer import MemoryWriter
 
 DEFAULT_IMPORTANCE = 0.5
 CANDIDATE_FACTOR = 2
@@ -112,7 +112,7 @@ class MemoryService:
 
     # -- write -----------------------------------------------------------------------------------------------
     async def write(self, scope: NamespaceScope, request: WriteRequest) -> WriteOutcome:
-        """Store one memory through the write pipeline (`memory.writes`)."""
+        """Store one memory through the write pipeline (`memory.write.writer`)."""
         outcome = await self.writer.write(scope, request)
         tell_write_hides(outcome, self.on_hidden)
         tell_write_growth(scope.tenant, outcome, self.on_written)
@@ -120,7 +120,7 @@ class MemoryService:
 
     async def write_many(self, scope: NamespaceScope, requests: Sequence[WriteRequest]) -> list[BatchResult]:
         """Store memories in order with the outcomes of writing them one by one, sharing the embedding and the
-        text rules (`memory.batch_writes`); one outcome, or the engine error of that item, per request."""
+        text rules (`memory.write.batch`); one outcome, or the engine error of that item, per request."""
         results = await write_batch(self.writer, scope, requests, self.limits.max_batch_items)
         for result in results:
             if isinstance(result, WriteOutcome):

@@ -3,7 +3,7 @@
 a shared copy whose origin the caller cannot read shows no earlier wording. A reader of a shared namespace alone
 must not learn that a private memory exists, nor its id (ids encode their creation time), nor its text.
 
-Writes already build copies from what the sharer wrote (`memory.linking`); this is the read-side guarantee, also
+Writes already build copies from what the sharer wrote (`memory.write.linking`); this is the read-side guarantee, also
 for memories stored by older versions.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from memory.linking import INTENT, pipeline_notes, with_notes
 from memory.models import Memory
 from memory.ports import VectorStore
 from memory.scope import NamespaceScope
+from memory.write.linking import INTENT, pipeline_notes, with_notes
 
 PRIVATE_HISTORY = ("previous_content", "previous_source")
 

@@ -192,7 +192,7 @@ class _Statement:
 
 class StatementCache:
     """What the rules read from candidate memories, kept across the decisions of one batch's items
-    (`memory.batch_commit`): a stored memory that is a candidate of many items is read once. Each decision still
+    (`memory.write.batch_commit`): a stored memory that is a candidate of many items is read once. Each decision still
     spends its own budget on what it reads anew. Valid while the memories it has read do not change."""
 
     def __init__(self) -> None:

@@ -17,7 +17,7 @@ from memory.models import Memory, MemoryKind, RecallHit, WriteStatus
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
-from memory.writes import REVIVED
+from memory.write.writer import REVIVED
 from tests.memory.conftest import scope
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""`MemoryService.write_many` (`memory.batch_writes`) on the real store and embedder: a batch leaves the store as
+"""`MemoryService.write_many` (`memory.write.batch`) on the real store and embedder: a batch leaves the store as
 the same writes one by one do (repeats, chit-chat, supersession, updates in place, session turns embedded after
 the turn they follow, even when the batch expected another), each invalid item fails alone, and a backend
 failure ends the batch with the rest unattempted."""
@@ -81,7 +81,7 @@ async def test_a_batch_leaves_the_store_as_the_same_writes_one_by_one_do(
 
 
 def long_batch(size: int, team: str) -> list[dict[str, Any]]:
-    """A batch longer than one read-ahead window (`memory.batch_commit`): distinct facts, exact repeats of items
+    """A batch longer than one read-ahead window (`memory.write.batch_commit`): distinct facts, exact repeats of items
     far back and of the item just before, near-duplicates, new values of an attribute stated earlier in the batch
     (supersessions, which stop the read-ahead), chit-chat, forced repeats, tags, importance, memories shared to
     `team`, and turns of a conversation, one said twice."""

@@ -7,7 +7,7 @@ in one engine batch (`VectorStore.search_many`), and the latest turn of each of 
 item in one worker-thread hop, each is decided exactly as `MemoryWriter.commit_locked` would decide it against
 the store as it would then be: what was read ahead plus the items of the window already decided (a repeat of an
 earlier item is skipped as its repeat, an earlier item is a conflict candidate ranked by the same similarity,
-`memory.storing.similarity`, and the turn a later one follows). An item that comes out a plain new memory (the
+`memory.write.storing.similarity`, and the turn a later one follows). An item that comes out a plain new memory (the
 common case of an import) is answered, and stored with the others of the window in one atomic upsert.
 
 Anything else stops the read-ahead at that item: a repeat whose answer writes (links of an interrupted write to
@@ -19,7 +19,7 @@ starts again after it, for a short window that doubles while no item stops it.
 
 A stored plain memory carries no intent and names no memory but the turn it follows, so one upsert stores it
 completely: a crash before the upsert leaves none of the window's memories, after it all, and a retry of the
-batch answers those as the first attempt would have (`memory.repeats`). The lock is held for at most
+batch answers those as the first attempt would have (`memory.write.repeats`). The lock is held for at most
 `LOCK_CHUNK` items at a time, so other writers of the namespace wait a bounded time and interleave between chunks.
 """
 
@@ -32,15 +32,16 @@ from datetime import datetime
 
 import numpy as np
 
-from memory import cpu_meter, repeats, storing
-from memory.drafts import Draft
+from memory import cpu_meter
 from memory.errors import BackendUnavailable, MemoryEngineError
 from memory.models import EXTRACTED, Memory, MemoryKind, WriteOutcome
 from memory.pipeline.conflict import StatementCache
 from memory.ports import NearestQuery, RecallFilter, ScoredMemory, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.payload import STATUS_ACTIVE, status_of
-from memory.writes import MemoryWriter
+from memory.write import repeats, storing
+from memory.write.drafts import Draft
+from memory.write.writer import MemoryWriter
 
 BatchResult = WriteOutcome | MemoryEngineError
 LOCK_CHUNK = 128  # most items committed under one hold of the namespace lock

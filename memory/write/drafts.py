@@ -6,7 +6,7 @@ rules' work for a worker thread under a CPU budget; `drafted` applies what they 
 the rules or the optional LLM, attribute claims) or answers the skip of a memory with too little information;
 `embedding_work` and `take_vectors` give the draft its vectors: the text as read (`memory.cues.attributed`), a
 dialogue turn in the context of the turn it follows, and a keyword vector holding its day. Single writes
-(`memory.writes`) and batches (`memory.batch_writes`) draft the same way.
+(`memory.write.writer`) and batches (`memory.write.batch`) draft the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from memory import linking
 from memory.cues import attributed, speaker_of
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument
@@ -42,6 +41,7 @@ from memory.validation import (
     check_tags,
 )
 from memory.values import check_instant
+from memory.write import linking
 
 DEFAULT_IMPORTANCE = 0.5
 

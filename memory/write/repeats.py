@@ -20,11 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory import linking
 from memory.hidden import is_passed_plan
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.requests import WriteRequest
 from memory.stores.payload import STATUS_ACTIVE, status_of
+from memory.write import linking
 
 COMPLETED = "completed an interrupted earlier attempt of this request"
 REVIVED = "repeats an archived memory: brought back from the archive"
@@ -83,7 +83,8 @@ def _revivable(memory: Memory) -> bool:
 
 
 def needs_store(repeat: Repeat) -> bool:
-    """Whether answering the repeat writes to the store (`memory.linking.complete_links` has work, or a revival)."""
+    """Whether answering the repeat writes to the store (`memory.write.linking.complete_links` has work, or a
+    revival)."""
     existing = repeat.existing
     return existing is None or bool(linking.intent_of(existing)) or existing.superseded_by is not None
 

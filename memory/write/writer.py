@@ -2,15 +2,15 @@
 their links.
 
 Steps: validate; skip an exact repeat (completing it first if an earlier attempt was interrupted,
-`memory.repeats`; a forced write with a request id looks for its own earlier attempt only); the text pipeline
+`memory.write.repeats`; a forced write with a request id looks for its own earlier attempt only); the text pipeline
 (density filter, expiry of time-bound facts, importance by rules or an optional LLM, attribute claims:
-`memory.drafts`); embed (a dialogue turn in the context of the turn before it);
+`memory.write.drafts`); embed (a dialogue turn in the context of the turn before it);
 then, holding the namespace's write lock, re-check the repeat, detect conflicts, and store the memory and its
-shared copies in one batch carrying their intent before marking what they supersede (`memory.storing`,
-`memory.linking`). Concurrent writes of one namespace therefore leave one live memory per content and one current
+shared copies in one batch carrying their intent before marking what they supersede (`memory.write.storing`,
+`memory.write.linking`). Concurrent writes of one namespace therefore leave one live memory per content and one current
 value per attribute, and a retry of an interrupted write completes it. Text is read as `memory.cues` reads it:
 "Name: text" when the speaker is given only in `metadata.speaker` (claims, vectors), the keyword document holding
-the day it happened; content stays as written. A batch (`memory.batch_writes`) drafts and commits through the
+the day it happened; content stays as written. A batch (`memory.write.batch`) drafts and commits through the
 same steps.
 """
 
@@ -19,19 +19,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from memory import cpu_meter, drafts, linking, repeats, storing
+from memory import cpu_meter
 from memory.archive import restored_copy
 from memory.clock import Clock
-from memory.drafts import DEFAULT_IMPORTANCE, Draft
 from memory.embedders.sparse import Bm25Encoder
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.pipeline import PipelineSettings, conflict
 from memory.pipeline.analysis import WriteAnalysis
 from memory.ports import Embedder, ImportanceRater, NamespaceLocks, SparseVector, VectorStore
-from memory.repeats import COMPLETED, REVIVED, Repeat
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.validation import EngineLimits
+from memory.write import drafts, linking, repeats, storing
+from memory.write.drafts import DEFAULT_IMPORTANCE, Draft
+from memory.write.repeats import COMPLETED, REVIVED, Repeat
 
 __all__ = ["COMPLETED", "DEFAULT_IMPORTANCE", "REVIVED", "Draft", "MemoryWriter"]
 
@@ -71,7 +72,7 @@ class MemoryWriter:
 
     async def commit_locked(self, scope: NamespaceScope, draft: Draft) -> WriteOutcome:
         """With the namespace's write lock held: the repeat checked again, the vectors redone if another turn of
-        the session landed since they were computed, then conflicts and the store (`memory.storing`)."""
+        the session landed since they were computed, then conflicts and the store (`memory.write.storing`)."""
         request, namespace = draft.request, draft.memory.namespace
         if repeats.looks_up(request) and (repeat := await self.repeat(scope, draft.memory, request)) is not None:
             return repeat
@@ -93,7 +94,7 @@ class MemoryWriter:
         return drafted
 
     def new_draft(self, scope: NamespaceScope, request: WriteRequest) -> Draft:
-        """`memory.drafts.new_draft` with this writer's limits, clock and model."""
+        """`memory.write.drafts.new_draft` with this writer's limits, clock and model."""
         return drafts.new_draft(scope, request, self.limits, self.clock.now(), self.embedder.model_id)
 
     def analysis_job(self, draft: Draft) -> Callable[[], WriteAnalysis]:
@@ -109,7 +110,7 @@ class MemoryWriter:
         drafts.take_vectors(draft, vectors, sparse, self.pipeline)
 
     async def embed(self, draft: Draft) -> None:
-        """The draft's vectors (`memory.drafts.embedding_work`), the keyword vector in a worker thread."""
+        """The draft's vectors (`memory.write.drafts.embedding_work`), the keyword vector in a worker thread."""
         texts, keywords = self.embedding_work(draft)
         vectors = await self.embedder.embed_documents(texts)
         self.take_vectors(draft, vectors, await cpu_meter.run_sync(keywords))
@@ -123,7 +124,7 @@ class MemoryWriter:
         await self.embed(draft)
         return draft.vector, draft.sparse
 
-    # -- exact repeats (memory.repeats) -----------------------------------------------------------------------
+    # -- exact repeats (memory.write.repeats) -----------------------------------------------------------------------
     async def repeat(self, scope: NamespaceScope, memory: Memory, request: WriteRequest) -> WriteOutcome | None:
         """An exact repeat of `memory` already stored: completed if its write was interrupted, and answered as
         the first attempt when it is this very request (same subject, tool and request id, whatever its flags),
@@ -135,7 +136,7 @@ class MemoryWriter:
 
     async def answer_repeat(self, scope: NamespaceScope, found: Repeat, memory: Memory, now: datetime) -> WriteOutcome:
         """Complete and answer a repeat: an archived memory is brought back (`_revived`); a stored one has its
-        links completed (`memory.linking.complete_links`) and is answered (`memory.repeats.answer`)."""
+        links completed (`memory.write.linking.complete_links`) and is answered (`memory.write.repeats.answer`)."""
         if found.archived is not None:
             return await self._revived(scope, found.archived, now)
         existing = found.existing
@@ -151,7 +152,7 @@ class MemoryWriter:
         await self.store.upsert(scope, [(revived, dense, sparse)])
         return WriteOutcome(WriteStatus.SKIPPED, revived, reason=REVIVED)
 
-    # -- under the lock: conflicts, then one batch and its links (memory.storing) -----------------------------
+    # -- under the lock: conflicts, then one batch and its links (memory.write.storing) -----------------------------
     async def _store(self, scope: NamespaceScope, draft: Draft) -> WriteOutcome:
         memory, settings = draft.memory, self.pipeline
         now = self.clock.now()

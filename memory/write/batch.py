@@ -4,7 +4,7 @@ A batch costs what must stay per memory and shares the rest. Shared: the checks,
 one worker-thread hop, the importance of every item at once (the optional LLM rates them concurrently), one
 `Embedder.embed_documents` call for every text of the batch and one hop for every keyword vector. Then the items
 are committed in the batch's order, each run of consecutive items of one namespace under that namespace's write
-lock (`memory.batch_commit`): the store reads for a window of items are shared (one hash lookup, one engine batch
+lock (`memory.write.batch_commit`): the store reads for a window of items are shared (one hash lookup, one engine batch
 of conflict searches), each item is decided as `MemoryWriter.commit_locked` decides it, against the store as it
 would be after items 0..k-1 (a repeat within the batch is skipped, a later value supersedes an earlier one), and
 the plain new memories of a window are stored in one upsert. Concurrent writers of the namespace interleave
@@ -23,7 +23,7 @@ memory (then it is skipped as that repeat, as a single write would answer).
 
 Each item ends as its `WriteOutcome` or the `MemoryEngineError` it raised (an invalid item does not stop the
 others). A backend that fails (`BackendUnavailable`) ends the batch: that item and every later one answer it,
-unattempted, and a retry of the batch completes it (`memory.linking`; the gateway replays the items done). A
+unattempted, and a retry of the batch completes it (`memory.write.linking`; the gateway replays the items done). A
 failure before any item is stored (the embedder, the session lookup) is raised: nothing was written.
 """
 
@@ -34,14 +34,14 @@ from collections.abc import Sequence
 import anyio
 
 from memory import cpu_meter
-from memory.batch_commit import BatchResult, Failed, Item, commit_run
 from memory.errors import BackendUnavailable, InvalidArgument, MemoryEngineError
 from memory.models import Memory, WriteOutcome
 from memory.pipeline.analysis import WriteAnalysis
 from memory.ports import SparseVector
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
-from memory.writes import Draft, MemoryWriter
+from memory.write.batch_commit import BatchResult, Failed, Item, commit_run
+from memory.write.writer import Draft, MemoryWriter
 
 __all__ = ["BatchResult", "write_batch"]
 RATING_CONCURRENCY = 16  # items whose importance the optional LLM rates at once

@@ -4,11 +4,11 @@ the decision between create, update in place and supersession, and the store of 
 Candidates are the live memories of the namespace and kind nearest to what the new memory says alone, and those
 stating one of its attributes, read in one `VectorStore.search_many` round trip. Their similarity is computed
 here, in double precision from the stored single-precision vectors (`similarity`), not taken from the engine's
-score: a batch ranks memories of its own that are not stored yet among the stored ones (`memory.batch_commit`),
+score: a batch ranks memories of its own that are not stored yet among the stored ones (`memory.write.batch_commit`),
 and both must be measured alike for the batch to decide exactly as single writes do. Ties are ranked by id.
 `decide` is pure (it runs in a worker thread under its own CPU budget); `settle` records its notes on the draft;
 `store_decided` writes the outcome: one atomic batch carrying the write's intent, then the links
-(`memory.linking`). `created` is the plain case, a new memory that changes no other, which a batch can defer.
+(`memory.write.linking`). `created` is the plain case, a new memory that changes no other, which a batch can defer.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from datetime import datetime
 
 import numpy as np
 
-from memory import linking
-from memory.drafts import Draft
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.pipeline import PipelineSettings, conflict
 from memory.pipeline.budget import CpuBudget
 from memory.ports import NearestQuery, RecallFilter, ScoredMemory, UpsertItem, VectorStore
 from memory.scope import NamespaceScope
+from memory.write import linking
+from memory.write.drafts import Draft
 
 CONFLICT_CPU_SECONDS = 0.05  # thread CPU time the conflict rules may spend on one write's candidates
 Candidate = tuple[Memory, float]
@@ -190,7 +190,7 @@ async def _updated(
     why: dict[str, str],
 ) -> tuple[Memory, list[Memory]]:
     """A near-duplicate given the new wording in place (same id), its copies brought along, and new copies
-    for namespaces it was not shared to yet; nothing private reaches a copy (`memory.linking`)."""
+    for namespaces it was not shared to yet; nothing private reaches a copy (`memory.write.linking`)."""
     old, new = decision.update, draft.memory
     assert old is not None
     similarity = decision.update_similarity or 0.0
