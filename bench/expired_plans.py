@@ -26,7 +26,7 @@ from memory.evaluation import locomo
 from memory.evaluation.formats import HEADER
 from memory.evaluation.results import EvalReport
 from memory.evaluation.runner import evaluate
-from memory.scoring import ScoringWeights
+from memory.recall.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for

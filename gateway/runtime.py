@@ -21,8 +21,8 @@ from memory.errors import InvalidArgument
 from memory.events import EventStore
 from memory.llm import ChatClient, ChatConfig, ChatSummarizer
 from memory.ports import Embedder, VectorStore, WorkingMemoryStore
+from memory.recall.scoring import ScoringWeights, calibrated_shares
 from memory.recall_log import RecallLog
-from memory.scoring import ScoringWeights, calibrated_shares
 from memory.service import MemoryService
 from memory.sessions import SessionService
 from memory.stores.active_index import active_directory

@@ -24,9 +24,9 @@ from memory.models import (
 )
 from memory.pipeline import PipelineSettings
 from memory.ports import Embedder, VectorStore, WorkingMemoryStore
+from memory.recall.scoring import ScoringWeights
 from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
-from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.sessions import SessionService, TurnOutcome
 from memory.validation import EngineLimits, parse_instant

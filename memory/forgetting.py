@@ -18,9 +18,9 @@ from datetime import timedelta
 from memory.archive import CAPACITY_REASON, IDLE_REASON, ArchivePolicy, is_idle
 from memory.hidden import EXPIRED_REASON
 from memory.models import Memory, MemoryKind
+from memory.recall.scoring import score
 from memory.requests import ListRequest
 from memory.scope import NamespaceScope
-from memory.scoring import score
 from memory.service import MemoryService
 
 PAGE = 200

@@ -1,7 +1,7 @@
 """What a memory's keyword (BM25) vector is built from, the same for a write, an import and a re-embedding.
 
-A memory is indexed by the text it reads as (`memory.cues.attributed`: "Name: content") and the words of its day
-(`memory.cues.date_words`), so "what happened in March 2023?" finds it by keyword, in the context of the turn
+A memory is indexed by the text it reads as (`memory.recall.cues.attributed`: "Name: content") and the words of its day
+(`memory.recall.cues.date_words`), so "what happened in March 2023?" finds it by keyword, in the context of the turn
 before it (`memory.pipeline.turns`).
 
 A semantic memory consolidation wrote is a generalisation of its sources: it is indexed only by the terms of its
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.cues import attributed, date_words
 from memory.embedders.sparse import Bm25Encoder
 from memory.models import CONSOLIDATED, Memory
 from memory.pipeline import turns
 from memory.pipeline.text import has_cjk, tokenize
 from memory.ports import SparseVector
+from memory.recall.cues import attributed, date_words
 
 INDEX_TERMS = "index_terms"  # the metadata key of a consolidated memory's index terms
 MAX_INDEX_TERMS = 64

@@ -69,7 +69,7 @@ class Memory:
     # how a later write finds the memories it may supersede, however dissimilar their wording
     attributes: list[str] = field(default_factory=list)
     # the memory written just before this one in the same session and namespace (a conversation's previous turn):
-    # recall lets a match on one turn lift the turn that answers it (memory.ranking.conversation_relevance)
+    # recall lets a match on one turn lift the turn that answers it (memory.recall.ranking.conversation_relevance)
     follows: str | None = None
     # archived by maintenance (`memory.archive`): kept whole but out of the dense index and out of default recall
     archived_at: datetime | None = None
@@ -92,9 +92,9 @@ class ScoreParts:
     """The parts of a recall score: `score = a·similarity + b·recency + c·importance + d·access_frequency`.
 
     `similarity` is the candidate's relevance to the query in [0, 1], relative to the best candidate of the
-    same recall (memory.ranking: dense cosine and BM25 fused, lifted by conversation context);
+    same recall (memory.recall.ranking: dense cosine and BM25 fused, lifted by conversation context);
     `dense_similarity` is its own cosine and `keyword` its raw BM25 score (0: no query term); `cues` names the
-    text cues that moved its relevance ("speaker", "when", "answers_question", "ends_asking": memory.ranking)."""
+    text cues that moved its relevance ("speaker", "when", "answers_question", "ends_asking": memory.recall.ranking)."""
 
     similarity: float
     recency: float

@@ -36,8 +36,8 @@ class RecallFilter:
     until: datetime | None = None
     include_superseded: bool = False  # superseded memories too (never deleted or expired ones)
     include_archived: bool = False  # archived memories too: they have no dense vector, only keywords find them
-    # recall as of this instant (`memory.recall`): `until` is no later, and a superseded memory is answered when its
-    # successor came after it; the stores read only `until` and `include_superseded`
+    # recall as of this instant (`memory.recall.steps`): `until` is no later, and a superseded memory is answered
+    # when its successor came after it; the stores read only `until` and `include_superseded`
     as_of: datetime | None = None
     attributes: tuple[str, ...] | None = None  # only memories stating one of these attributes (conflict checks)
 

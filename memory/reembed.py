@@ -5,7 +5,7 @@ checks both agree. Switching is the caller's (`gateway.reembed`).
 What is copied: every memory whatever its status (live, forgotten, superseded, expired, archived), with its id and
 every payload field unchanged except `embedding_model`, which names the model of the new vector. Vectors are
 rebuilt from the stored content as the write path builds them (`memory.write.drafts.embedding_work`): the text as
-read (`memory.cues.attributed`), a dialogue turn mixed with the previous turn of its session (the last turn met
+read (`memory.recall.cues.attributed`), a dialogue turn mixed with the previous turn of its session (the last turn met
 earlier in id order, which is time order; a bounded cache of the latest turn per session), and the keyword
 vector with the memory's day in words. Pages of `BATCH` memories, one embedder call per page (the embedders run
 in worker threads, the keyword vectors are computed in one too), so memory stays bounded.
@@ -25,12 +25,12 @@ from dataclasses import dataclass, field, replace
 
 import anyio.to_thread
 
-from memory.cues import attributed
 from memory.embedders.sparse import Bm25Encoder
 from memory.keyword_document import keyword_vector
 from memory.models import EXTRACTED, Memory
 from memory.pipeline import PipelineSettings, turns
 from memory.ports import Embedder, ListQuery, SparseVector, UpsertItem, VectorStore
+from memory.recall.cues import attributed
 from memory.scope import NamespaceScope
 from memory.stores.switchable import Changes
 

@@ -51,7 +51,7 @@ class RecallRequest:
     explain: bool = False
     include_superseded: bool = False  # also memories a newer one superseded (never deleted or expired ones)
     include_archived: bool = False  # also archived memories (`memory.archive`), found by their keywords
-    as_of: datetime | None = None  # what was current at this instant: the versions valid then (`memory.recall`)
+    as_of: datetime | None = None  # what was current at this instant: the versions valid then (`memory.recall.steps`)
 
 
 @dataclass(frozen=True, slots=True)

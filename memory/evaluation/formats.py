@@ -9,7 +9,7 @@ caption as part of what was said ("[shared a photo: caption]"):
   (LoCoMo's own session time format).
 - `occurred_at`: the utterance alone, "text", as an agent writes a user's own messages into that user's
   namespace: the time is only in `occurred_at`, the speaker only in `metadata.speaker` (which the engine reads as
-  the turn's speaker: `memory.cues.speaker_of`).
+  the turn's speaker: `memory.recall.cues.speaker_of`).
 """
 
 from __future__ import annotations

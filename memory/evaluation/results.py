@@ -13,7 +13,7 @@ from datetime import datetime
 from memory.evaluation.locomo import Conversation, Question
 from memory.evaluation.metrics import Bm25Baseline, DenseBaseline, Tally
 from memory.ports import Embedder
-from memory.scoring import ScoringWeights
+from memory.recall.scoring import ScoringWeights
 
 SYSTEMS = ("hindsight", "bm25", "dense")
 # Why a turn's memory is not what recall can answer with, in the order a turn is classified

@@ -25,9 +25,9 @@ from memory.evaluation.results import (
     tally_conversation,
 )
 from memory.models import WriteStatus
+from memory.recall.scoring import ScoringWeights
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
-from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 
 ASK_DELAY = timedelta(days=1)  # questions are asked a day after the conversation's last turn

@@ -28,12 +28,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memory import cpu_meter
-from memory.cues import QueryCues, query_cues
 from memory.embedders.sparse import Bm25Encoder
 from memory.pipeline import claims, density, expiry, importance, injection
 from memory.pipeline.budget import BudgetExhausted, CpuBudget
 from memory.pipeline.text import normalize
 from memory.ports import SparseVector
+from memory.recall.cues import QueryCues, query_cues
 
 # The default budget of a request's text analysis, in seconds of thread CPU time. Normal text needs well under a
 # millisecond per step; hostile text at the 8,000-character limit up to ~20 ms for the costliest step.
@@ -127,7 +127,7 @@ def analyse_write(
     when a ttl is given, no density filter for forced or imported writes, no rule importance when the caller gives
     one): density, expiry, importance (told whether the text named a
     coming day), claims (`speaker`: who said a content that has no "Name: " prefix, the write's `metadata.speaker`
-    as `memory.cues.speaker_of` reads it; first person is theirs). Pure and synchronous, for a worker thread;
+    as `memory.recall.cues.speaker_of` reads it; first person is theirs). Pure and synchronous, for a worker thread;
     never raises for any text: a step the budget does not allow is skipped and listed in `skipped` (see the
     module docstring for what a skip means)."""
     started = time.thread_time()

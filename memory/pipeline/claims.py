@@ -270,7 +270,7 @@ MAX_MATCHES_PER_SHAPE = 16
 
 def extract(content: str, budget: CpuBudget | None = None, speaker: str | None = None) -> list[Claim]:
     """The claims of `content`, at most one per attribute (the first statement of it wins). `speaker` (normalised)
-    says who said a content without a "Name: " prefix (`memory.cues.speaker_of`: the write's `metadata.speaker`);
+    says who said a content without a "Name: " prefix (`memory.recall.cues.speaker_of`: the write's `metadata.speaker`);
     its first person is then that speaker's, as in a prefixed turn. Linear in the text; with a `budget`, raises
     `BudgetExhausted` when it runs out."""
     prefixed, body = split_speaker(content)

@@ -9,7 +9,7 @@ similarity), decide, by rules:
   the opposite polarity ("I like tea" -> "I don't like tea anymore"), or what someone uses when the new statement
   presents it as a change and names what changes ("we migrated billing to PostgreSQL" replaces "we use MySQL for
   billing", never "... for analytics"). The subject of a first-person statement is its speaker (who said it,
-  `memory.cues.speaker_of`: a "Speaker: text" prefix or the `metadata.speaker` given beside the text), else its
+  `memory.recall.cues.speaker_of`: a "Speaker: text" prefix or the `metadata.speaker` given beside the text), else its
   writer (the memory's `source.subject`), so two speakers' or writers' "I live in X" never meet. A change
   verb alone, a shared person, or embedding similarity alone never supersedes.
 - update in place only for the same statement: a near-duplicate (cosine >= `near_duplicate_similarity`) by the
@@ -33,12 +33,12 @@ from enum import StrEnum
 from itertools import islice
 from typing import Any
 
-from memory.cues import speaker_of
 from memory.models import Memory
 from memory.pipeline.budget import BudgetExhausted, CpuBudget, check
 from memory.pipeline.claims import PREFERENCE, SINGLE, USES, WEAK_CHANGE, Claim, extract, purpose
 from memory.pipeline.settings import PipelineSettings
 from memory.pipeline.text import STOPWORDS, content_words, has_cjk, nfkc, numbers, split_speaker, stem, tokenize
+from memory.recall.cues import speaker_of
 
 _NEGATION = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot)\b|不|没|别|未")
 
@@ -104,7 +104,7 @@ def _words(text: str) -> set[str]:
 class _Statement:
     """One text and what the rules read from it, each computed once when first needed (a write compares its
     statement with up to 16 candidates: re-reading it for each cost up to 0.4 s on hostile text). Its `speaker` is
-    who said it (`memory.cues.speaker_of`: its "Name: " prefix, else the speaker given in its `metadata`)."""
+    who said it (`memory.recall.cues.speaker_of`: its "Name: " prefix, else the speaker given in its `metadata`)."""
 
     def __init__(
         self,

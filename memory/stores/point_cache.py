@@ -13,8 +13,8 @@ search sees each point as the engine held it during the search.
 Once most of a dense search's hits are held (`warm`), it asks the engine for ids and scores only and reads by id, in
 the same worker job, the points it lacks; until then its query reads payloads and fills the cache from them. A
 keyword search reads by id only the new hits the cache lacks (with their dense vectors). Entries are shared and
-never changed: a recall reads its candidates' memories and builds new objects from them (`memory.recall`); no caller
-of `search` writes to one. Bounded: beyond `capacity` points the oldest entries go first (`capacity` 0: no cache,
+never changed: a recall reads its candidates' memories and builds new objects from them (`memory.recall.steps`); no
+caller of `search` writes to one. Bounded: beyond `capacity` points the oldest entries go first (`capacity` 0: no cache,
 every search reads payloads as before).
 """
 

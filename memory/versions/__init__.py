@@ -3,7 +3,7 @@
 when written) until its successor's `created_at`.
 
 - `current_versions`: the version a recall answers for a superseded match: the live end of its chain, or, as of an
-  instant, the version valid then (`memory.recall`);
+  instant, the version valid then (`memory.recall.steps`);
 - `history`: every version of one memory's chain, oldest first (`list_memories(history_of=...)`).
 """
 

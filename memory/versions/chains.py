@@ -10,7 +10,7 @@ from datetime import datetime
 
 from memory.models import Memory
 from memory.ports import RecallFilter, VectorStore
-from memory.ranking import passes_filter
+from memory.recall.ranking import passes_filter
 from memory.scope import NamespaceScope
 
 MAX_SUPERSESSION_HOPS = 8

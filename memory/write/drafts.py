@@ -4,7 +4,7 @@
 `new_draft` checks the request and builds the memory it would store (reads nothing); `analysis_job` is the text
 rules' work for a worker thread under a CPU budget; `drafted` applies what they found (expiry note, importance by
 the rules or the optional LLM, attribute claims) or answers the skip of a memory with too little information;
-`embedding_work` and `take_vectors` give the draft its vectors: the text as read (`memory.cues.attributed`), a
+`embedding_work` and `take_vectors` give the draft its vectors: the text as read (`memory.recall.cues.attributed`), a
 dialogue turn in the context of the turn it follows, and a keyword vector holding its day. Single writes
 (`memory.write.writer`) and batches (`memory.write.batch`) draft the same way.
 """
@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from memory.cues import attributed, speaker_of
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument
 from memory.ids import content_hash, new_memory_id
@@ -27,6 +26,7 @@ from memory.pipeline import PipelineSettings, claims, turns
 from memory.pipeline.analysis import WriteAnalysis, analyse_write
 from memory.pipeline.rating import rate_importance
 from memory.ports import ImportanceRater, SparseVector
+from memory.recall.cues import attributed, speaker_of
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.validation import (
@@ -202,7 +202,7 @@ async def drafted(
 def embedding_work(
     draft: Draft, settings: PipelineSettings, keywords: Bm25Encoder
 ) -> tuple[list[str], Callable[[], SparseVector]]:
-    """What embedding a draft computes: the texts to embed, the text as read (`memory.cues.attributed`) and its
+    """What embedding a draft computes: the texts to embed, the text as read (`memory.recall.cues.attributed`) and its
     turn context if any, and the job (for a worker thread) of its keyword vector, which holds its day."""
     memory, previous = draft.memory, draft.previous
     content = attributed(memory.content, memory.metadata)

@@ -8,7 +8,7 @@ Steps: validate; skip an exact repeat (completing it first if an earlier attempt
 then, holding the namespace's write lock, re-check the repeat, detect conflicts, and store the memory and its
 shared copies in one batch carrying their intent before marking what they supersede (`memory.write.storing`,
 `memory.write.linking`). Concurrent writes of one namespace therefore leave one live memory per content and one current
-value per attribute, and a retry of an interrupted write completes it. Text is read as `memory.cues` reads it:
+value per attribute, and a retry of an interrupted write completes it. Text is read as `memory.recall.cues` reads it:
 "Name: text" when the speaker is given only in `metadata.speaker` (claims, vectors), the keyword document holding
 the day it happened; content stays as written. A batch (`memory.write.batch`) drafts and commits through the
 same steps.

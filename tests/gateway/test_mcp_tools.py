@@ -8,7 +8,7 @@ import pytest
 from starlette.applications import Starlette
 
 from memory.clock import ManualClock
-from memory.scoring import ScoringWeights
+from memory.recall.scoring import ScoringWeights
 from tests.conftest import Mint, data, error_code, mcp_session, tool_error
 
 pytestmark = pytest.mark.anyio

@@ -78,7 +78,7 @@ async def test_one_recall_is_a_tree_of_spans_continuing_the_callers_trace(
     assert len(children(server, "auth.verify_token")) == 1
     assert len(children(tool, "embedder.embed_query")) == 1
     searches = children(tool, "vector_store.search")
-    assert len(searches) == 2  # by meaning, then by keywords (memory.recall.searched)
+    assert len(searches) == 2  # by meaning, then by keywords (memory.recall.steps.searched)
     assert tool.attributes is not None
     assert tool.attributes["hindsight.tenant"] == "acme"
     assert tool.attributes["hindsight.hits"] == 1

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from starlette.applications import Starlette
 
-from memory.scoring import estimate_tokens
+from memory.recall.scoring import estimate_tokens
 from memory.tokens import count_tokens
 from ops.config import Settings
 from tests.conftest import Mint, data, error_code, mcp_session, tool_error

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memory.cues import (
+from memory.recall.cues import (
     MAX_SPEAKER_CHARS,
     asks,
     attributed,

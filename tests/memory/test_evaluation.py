@@ -21,7 +21,7 @@ from memory.evaluation.metrics import Bm25Baseline, Tally, ndcg_at, recall_at, r
 from memory.evaluation.report import BEGIN, END, render, write_section
 from memory.evaluation.results import EvalReport, TurnStates, hidden_state
 from memory.evaluation.runner import default_grid, evaluate
-from memory.scoring import ScoringWeights
+from memory.recall.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tenancy import Principal, scope_for

@@ -10,12 +10,12 @@ import pytest
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.embedders.sparse import Bm25Encoder, term_index
-from memory.feedback import FEEDBACK_TERMS, feedback_query, with_feedback
 from memory.pipeline.text import tokenize
 from memory.ports import ScoredMemory
+from memory.recall.feedback import FEEDBACK_TERMS, feedback_query, with_feedback
+from memory.recall.scoring import ScoringWeights
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
-from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tests.memory.conftest import START, make_memory, scope

@@ -19,13 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.hostile_inputs import FAMILIES, LIMIT
-from memory.cues import query_cues, states_time
 from memory.embedders.sparse import Bm25Encoder
 from memory.pipeline import claims, conflict, density, expiry, importance
 from memory.pipeline.analysis import DEFAULT_BUDGET_SECONDS, analyse_query, analyse_write
 from memory.pipeline.budget import CpuBudget
 from memory.pipeline.settings import PipelineSettings
 from memory.pipeline.text import numbers, split_speaker, tokenize
+from memory.recall.cues import query_cues, states_time
 from tests.memory.conftest import START, make_memory
 
 BOUND_MS = 50.0  # per function and hostile input

@@ -9,9 +9,9 @@ import pytest
 
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
+from memory.recall.scoring import ScoringWeights
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
-from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tests.memory.conftest import scope

@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 
 from memory.clock import ManualClock
-from memory.cues import query_cues
 from memory.embedders import WordLlamaEmbedder
 from memory.models import EXTRACTED, Memory, RecallHit, ScoreParts, Source
 from memory.pipeline import for_embedder
 from memory.ports import RecallFilter, ScoredMemory
-from memory.ranking import (
+from memory.recall.cues import query_cues
+from memory.recall.ranking import (
     MIN_COSINE_SPREAD,
     QUESTION_CONTEXT_FACTOR,
     conversation_relevance,
@@ -22,9 +22,9 @@ from memory.ranking import (
     hybrid_relevance,
     select_hits,
 )
+from memory.recall.scoring import ScoringWeights
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
-from memory.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tests.memory.conftest import START, make_memory, scope

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from memory.errors import InvalidArgument
-from memory.scoring import ScoringWeights, estimate_tokens, score
+from memory.recall.scoring import ScoringWeights, estimate_tokens, score
 from tests.memory.conftest import START, make_memory
 
 DEFAULT = ScoringWeights()

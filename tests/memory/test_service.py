@@ -14,9 +14,9 @@ from memory.clock import ManualClock
 from memory.cursors import encode_cursor
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
 from memory.models import MemoryKind, RecallHit, WriteOutcome, WriteStatus
+from memory.recall.scoring import estimate_tokens
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
-from memory.scoring import estimate_tokens
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from tests.memory.conftest import START, everything, scope

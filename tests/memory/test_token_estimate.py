@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.errors import json_text
-from memory.scoring import estimate_tokens
+from memory.recall.scoring import estimate_tokens
 from memory.tokens import TokenizerUnavailable, count_tokens, encoding, installed_vocabulary, vocabulary
 
 

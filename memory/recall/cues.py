@@ -1,5 +1,5 @@
 """Cues a recall reads from text beside similarity: who a query asks about and whether it asks when; who spoke a
-memory, whether it asks a question and whether it says when something happened (`memory.ranking` weighs them).
+memory, whether it asks a question and whether it says when something happened (`memory.recall.ranking` weighs them).
 
 Who said a memory is answered here for the whole engine (`speaker_of`): the speaker of a "Name: text" turn, else
 the speaker a write gives beside its text as `metadata.speaker` (an agent storing a user's own words as they

@@ -21,10 +21,10 @@ class ScoringWeights:
     access_frequency: float = 0.05
     recency_decay_per_hour: float = 0.01  # recency = exp(-λ · hours since last update)
     access_saturation: int = 50  # access_count at which access_frequency reaches 1
-    # how the similarity part is made (memory.ranking): the dense cosine's share beside BM25, and how much a
+    # how the similarity part is made (memory.recall.ranking): the dense cosine's share beside BM25, and how much a
     # match lifts the next turn of its conversation (`context`; the turn before it gets a third of that) and the
     # other memories of its session (`session`)
-    dense_share: float = 0.3  # calibrated per model: memory.scoring._CALIBRATED
+    dense_share: float = 0.3  # calibrated per model: memory.recall.scoring._CALIBRATED
     # the dense share for a query in Chinese, Japanese or Korean (None: `dense_share`): an English static model's
     # cosine on CJK text is mostly noise (calibrated per model)
     cjk_dense_share: float | None = None
@@ -34,10 +34,11 @@ class ScoringWeights:
     cross_script_share: float | None = None
     context: float = 0.3
     session: float = 0.3
-    # weight of the words pseudo-relevance feedback adds to the keyword query (memory.feedback); 0: one search
+    # weight of the words pseudo-relevance feedback adds to the keyword query (memory.recall.feedback); 0: one search
     feedback: float = 0.2
-    # cues (memory.cues, memory.ranking): a memory spoken by someone the query names is lifted by `speaker`, one
-    # that says when by `when` if the query asks when; one that ends in a question is lowered by `question`
+    # cues (memory.recall.cues, memory.recall.ranking): a memory spoken by someone the query names is lifted by
+    # `speaker`, one that says when by `when` if the query asks when; one that ends in a question is lowered by
+    # `question`
     speaker: float = 0.4
     when: float = 0.2
     question: float = 0.15
@@ -133,7 +134,7 @@ def score(
     keyword: float | None = None,
     cues: tuple[str, ...] = (),
 ) -> ScoreParts:
-    """Score one candidate. `similarity` (its relevance relative to the best candidate, see `memory.ranking`)
+    """Score one candidate. `similarity` (its relevance relative to the best candidate, see `memory.recall.ranking`)
     is clamped to [0, 1]; every part lies in [0, 1]. `dense_similarity` (its own cosine), `keyword` (its BM25
     score) and `cues` (the text cues that moved its relevance) are reported alongside, not scored."""
     sim = min(1.0, max(0.0, similarity))

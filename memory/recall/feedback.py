@@ -1,6 +1,6 @@
 """Pseudo-relevance feedback for the keyword half of hybrid recall (the RM3 idea, kept small).
 
-Recall searches twice (`memory.recall.searched`): first by what the query's relevance counts, then by keywords
+Recall searches twice (`memory.recall.steps.searched`): first by what the query's relevance counts, then by keywords
 with a query this module expands. A few candidates of the first search are taken as relevant:
 - after a search by meaning (the usual case), the dense candidates that hold the most of the question's words,
   words rare among the candidates counting more (log(1 + n / df), n candidates), and are nearest in meaning

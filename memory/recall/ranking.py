@@ -5,7 +5,7 @@ The similarity part is a relevance relative to the best candidate of the same re
 1. hybrid relevance: the dense cosine, min-max scaled over the candidates, and the BM25 score over the best BM25
    score, mixed by `dense_share` (a convex mix of calibrated scores: unlike reciprocal-rank fusion it lets the
    stronger signal of a query decide, and on LoCoMo it beat both halves where rank fusion fell below BM25 alone);
-2. cues (`memory.cues`): a memory spoken by someone the query names (its "Name: " prefix or the speaker given in
+2. cues (`memory.recall.cues`): a memory spoken by someone the query names (its "Name: " prefix or the speaker given in
    its metadata) is multiplied by 1 + `speaker`, and one that says when something happened by 1 + `when` if the
    query asks when; a plan whose day has passed (`memory.hidden`) by `passed_plan` when the query asks about the
    present (history, not the present);
@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from memory.cues import QueryCues, asks, ends_asking, speaker_of, states_time
 from memory.hidden import is_passed_plan
 from memory.models import EXTRACTED, Memory, RecallHit
 from memory.pipeline.text import content_words, has_cjk
 from memory.ports import RecallFilter, ScoredMemory
-from memory.scoring import estimate_tokens
+from memory.recall.cues import QueryCues, asks, ends_asking, speaker_of, states_time
+from memory.recall.scoring import estimate_tokens
 
 # Cosines closer together than this are not stretched apart by the min-max scaling of the hybrid relevance.
 MIN_COSINE_SPREAD = 0.1

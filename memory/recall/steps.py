@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.cues import QueryCues
 from memory.errors import InvalidArgument
-from memory.feedback import feedback_query, with_feedback
 from memory.models import RecallHit
 from memory.ports import RecallFilter, ScoredMemory, SparseVector, VectorStore
-from memory.ranking import conversation_relevance, cue_relevance, hybrid_relevance
+from memory.recall.cues import QueryCues
+from memory.recall.feedback import feedback_query, with_feedback
+from memory.recall.ranking import conversation_relevance, cue_relevance, hybrid_relevance
+from memory.recall.scoring import ScoringWeights, score
 from memory.requests import RecallRequest
 from memory.scope import NamespaceScope
-from memory.scoring import ScoringWeights, score
 from memory.validation import EngineLimits, check_kind, check_session_id, check_tags, check_token_budget
 from memory.versions import current_versions
 
@@ -58,7 +58,7 @@ async def searched(
     cues: QueryCues,
 ) -> list[ScoredMemory]:
     """A recall's candidates. Without keywords, a search by meaning alone. Otherwise the last search is by
-    keywords, its query expanded with the words of a few candidates of the searches before (`memory.feedback`):
+    keywords, its query expanded with the words of a few candidates of the searches before (`memory.recall.feedback`):
     - by meaning, then by keywords: the feedback documents are the dense candidates holding the question's words;
     - a query in Chinese, Japanese or Korean whose cosine counts for nothing (an English model): by keywords, then
       by the expanded keywords, the feedback documents the best by BM25;
@@ -94,7 +94,7 @@ async def scored_hits(
     weights: ScoringWeights,
     query: QueryCues,
 ) -> list[RecallHit]:
-    """Every candidate as a scored hit, best first: relevance from `memory.ranking`, a superseded candidate
+    """Every candidate as a scored hit, best first: relevance from `memory.recall.ranking`, a superseded candidate
     replaced by its live successor (unless the filter includes superseded ones), each memory once."""
     memories = [c.memory for c in candidates]
     notes: list[list[str]] = [[] for _ in candidates]  # the cues that moved each candidate, for `explain`
