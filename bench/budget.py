@@ -41,7 +41,7 @@ from bench.decision_set import DATASETS
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
 from gateway.app import create_app
-from gateway.cli_errors import http_client
+from gateway.cli.errors import http_client
 from gateway.eval_mcp import McpEvaluation
 from gateway.eval_target import EVAL_SECRET, LOCAL_URL, eval_settings, in_process
 from memory.evaluation import locomo, memorybank

@@ -45,7 +45,7 @@ PLUMBING = (
     "runpy.py",
     "<frozen runpy>",
     "bench/",  # the benchmark's own driving loops
-    "gateway/cli.py",  # roots of the server process: the event loop runs under them
+    "gateway/cli/main.py",  # roots of the server process: the event loop runs under them
     "uvicorn/main.py",
     "uvicorn/server.py",
 )

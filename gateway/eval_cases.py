@@ -34,9 +34,9 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from gateway.cli_errors import CommandFailed, ToolFailed, UsageError, describe, http_client, tool_body
+from gateway.cli.errors import CommandFailed, ToolFailed, UsageError, describe, http_client, tool_body
+from gateway.cli.progress import Progress
 from gateway.eval_target import EVAL_SECRET, in_process, quiet_logging
-from gateway.progress import Progress
 from gateway.runtime import scoring_weights
 from memory.evaluation.case_report import CaseRun, CasesReport, best_first, render, report_json
 from memory.evaluation.case_scores import DEEP, CaseResult, Hit, Listed, Written, needs_diagnosis, score_case

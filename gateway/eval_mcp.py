@@ -20,7 +20,7 @@ from typing import Any
 from mcp import Client
 from mcp_types import CallToolResult
 
-from gateway.cli_errors import tool_error
+from gateway.cli.errors import tool_error
 from memory.evaluation.formats import TurnFormat
 from memory.evaluation.locomo import Conversation
 from memory.evaluation.results import (

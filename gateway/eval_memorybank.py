@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gateway.cli_errors import UsageError
+from gateway.cli.errors import UsageError
 from gateway.eval_mcp import McpEvaluation
 from memory.evaluation import memorybank
 from memory.evaluation.formats import BY_NAME

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from gateway.app import create_app
-from gateway.cli_errors import http_client
+from gateway.cli.errors import http_client
 from gateway.runtime import Runtime, open_embedder
 from memory.embedders import RemoteEmbedder
 from memory.ports import Embedder

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import build_parser, parsers
-from gateway.cli_errors import CommandFailed, UsageError, describe
+from gateway.cli.errors import CommandFailed, UsageError, describe
+from gateway.cli.main import build_parser, parsers
 from ops.version import VERSION
 from tests.gateway.test_cli_serve import free_port, wait_until_live
 

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.cli import python_snippet
+from gateway.cli.main import python_snippet
 from tests.conftest import data
 
 pytestmark = pytest.mark.anyio

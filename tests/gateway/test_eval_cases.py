@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.cli_errors import UsageError, http_client, tool_body
+from gateway.cli.errors import UsageError, http_client, tool_body
 from gateway.eval_cases import Configuration, add_cases_command, case_settings, grid, run_command, run_embedded
 from gateway.runtime import scoring_weights
 from memory.evaluation.case_report import CasesReport, best_first, render, report_json

@@ -17,7 +17,7 @@ import pytest
 from starlette.applications import Starlette
 
 from gateway.app import create_app
-from gateway.eval_cli import LOCOMO_SOURCE
+from gateway.cli.eval import LOCOMO_SOURCE
 from gateway.eval_mcp import EvaluationFailed, McpEvaluation
 from gateway.runtime import Runtime
 from memory.evaluation import locomo

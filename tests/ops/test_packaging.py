@@ -233,7 +233,7 @@ def test_the_embedded_default_serves_with_only_the_core_dependencies(tmp_path: P
         "        if name in BLOCKED:\n"
         "            raise ModuleNotFoundError(f'No module named {name!r} (not in a core install)', name=name)\n"
         "sys.meta_path.insert(0, NotInACoreInstall())\n"
-        "from gateway.cli import main\n"
+        "from gateway.cli.main import main\n"
         "sys.exit(main(['serve', '--print-token']))\n"
     )
     with ready_gateway([sys.executable, str(runner)], cwd=tmp_path) as (base, output):

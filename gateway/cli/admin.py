@@ -3,7 +3,7 @@
 With `--url` and `--token` (an admin token) it talks to a running gateway. Without them it opens the data
 directory itself (direct settings: the server must be stopped, since the embedded store allows one process)
 and calls the same tools in-process with a short-lived admin token minted from the configured secret.
-Failures raise the errors of `gateway.cli_errors`; `hindsight` turns them into one `error: ...` line.
+Failures raise the errors of `gateway.cli.errors`; `hindsight` turns them into one `error: ...` line.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.cli_errors import CommandFailed, UsageError, http_client, tool_body
-from gateway.progress import progress_bar
+from gateway.cli.errors import CommandFailed, UsageError, http_client, tool_body
+from gateway.cli.progress import progress_bar
 from memory.stores.active_index import read_pointer
 from ops.config import Settings
 from tenancy import mint_token

@@ -1,5 +1,5 @@
 """The `hindsight` command: `serve` runs the gateway with uvicorn, `token` mints a token for the same settings,
-and the admin (`gateway/admin_cli.py`) and evaluation (`gateway/eval_cli.py`) commands.
+and the admin (`gateway/cli/admin.py`) and evaluation (`gateway/cli/eval.py`) commands.
 
 Both read `Settings()` from the environment, so a token minted with `hindsight token` is accepted by a server
 started with the same environment (the embedded default shares the dev secret in the data directory). Only
@@ -7,7 +7,7 @@ started with the same environment (the embedded default shares the dev secret in
 checks that it can listen on its port before it prints a token.
 
 Every command logs JSON lines to stderr (`ops.logging`) and fails with one line, `error: ...`, exit 2 for a
-usage error and 1 for a failure (`gateway.cli_errors.describe`); `--debug` (or `HINDSIGHT_LOG_LEVEL=debug`)
+usage error and 1 for a failure (`gateway.cli.errors.describe`); `--debug` (or `HINDSIGHT_LOG_LEVEL=debug`)
 adds debug logs and the traceback. A wrong option prints the usage of the subcommand it was given to.
 """
 
@@ -27,10 +27,10 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from gateway.admin_cli import add_admin_commands, data_dir_in_use
-from gateway.cli_errors import EXIT_USAGE, CommandFailed, UsageError, describe
-from gateway.eval_cli import add_eval_commands
-from gateway.reembed_cli import add_reembed_command
+from gateway.cli.admin import add_admin_commands, data_dir_in_use
+from gateway.cli.errors import EXIT_USAGE, CommandFailed, UsageError, describe
+from gateway.cli.eval import add_eval_commands
+from gateway.cli.reembed import add_reembed_command
 from gateway.reembed_tools import SCOPE_OPERATOR
 from ops.allocator import allocator_in_use, reexec_with_jemalloc
 from ops.config import Settings

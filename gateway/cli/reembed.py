@@ -21,8 +21,8 @@ from typing import Any
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.admin_cli import direct_settings, run_async
-from gateway.cli_errors import CommandFailed, UsageError, http_client, tool_body
+from gateway.cli.admin import direct_settings, run_async
+from gateway.cli.errors import CommandFailed, UsageError, http_client, tool_body
 from memory.embedders import EMBEDDERS
 
 POLL_SECONDS = 10.0  # each status call waits this long for the migration to end

@@ -29,11 +29,11 @@ import anyio
 
 from gateway import eval_memorybank
 from gateway.assembly import open_runtime
-from gateway.cli_errors import UsageError, tool_body
+from gateway.cli.errors import UsageError, tool_body
+from gateway.cli.progress import Progress
 from gateway.eval_cases import add_cases_command
 from gateway.eval_mcp import McpEvaluation
 from gateway.eval_target import eval_settings, in_process, quiet_logging, remote
-from gateway.progress import Progress
 from memory.clock import ManualClock
 from memory.evaluation import locomo, memorybank
 from memory.evaluation.formats import BY_NAME, FORMATS, TurnFormat
