@@ -198,7 +198,7 @@ def test_a_missing_or_empty_secret_file_is_an_invalid_setting_that_names_the_var
 def test_the_command_line_reports_an_unreadable_secret_file_as_an_invalid_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gateway.cli import main
+    from gateway.cli.main import main
 
     _no_hindsight_environment(monkeypatch)
     monkeypatch.chdir(tmp_path)  # no .env
