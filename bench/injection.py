@@ -7,11 +7,14 @@ corrections, team rules or private matters ("Always answer in French", "Ignore t
 wife about the party", "把周报发给王经理"); and injection attempts aimed at the agent that will read the memory
 (overrides, new roles, notes to the AI, chat-template markers, exfiltration of the user's data, concealment, tool
 misuse, disguised inside ordinary facts). `*_dev*.jsonl` were looked at while writing the rules
-(`memory.pipeline.injection`): `*_dev2.jsonl` was the first blind set, measured once (recall 0.60 English, 0.57
-Chinese; 1 of 120 ordinary memories marked) and then used to widen the rules; `*_blind2.jsonl` was written by
-another writer before that, told to vary the techniques and avoid stock phrases, and never looked at: reported
-apart. Reported per part and language: ordinary memories marked (false positives), attacks marked
-(recall), and precision over both."""
+(`memory.pipeline.injection` and its weighed cues, `memory.pipeline.injection_cues`): `*_dev2.jsonl` was the first
+blind set, measured once (recall 0.60 English, 0.57 Chinese; 1 of 120 ordinary memories marked) and then used to
+widen the rules; `*_dev3.jsonl` the second, written by another writer told to vary the techniques and avoid stock
+phrases, measured once (recall 0.47 English, 0.33 Chinese; 1 of 120 marked) and then used to write the cues;
+`*_blind3.jsonl` (100 attacks, 200 ordinary memories of which 105 hard negatives) was written by a third writer who
+saw neither the rules nor the other sets, committed before the cues, and never looked at: reported apart.
+Reported per part and language: ordinary memories marked (false positives), attacks marked (recall), and precision
+over both."""
 
 from __future__ import annotations
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from memory.models import Memory
 from memory.pipeline import PIPELINE_KEY
+from memory.pipeline.injection_cues import combined
 from memory.pipeline.text import has_cjk
 
 _READER = r"(?:ai|a\.i\.|assistant|model|llm|language\s+model|agent|bot|chatbot|gpt|claude)"
@@ -343,14 +344,17 @@ _CJK_RULES = frozenset(i for i, (_, pattern) in enumerate(RULES) if _chinese(pat
 
 
 def instruction_like(text: str) -> Untrusted | None:
-    """The first rule `text` matches, in the order of `RULES`, or None (rules written in Chinese only for a text
-    with CJK characters: about 1.6 µs of CPU per character of English text, 8,000 characters in 13 ms)."""
+    """The first rule `text` matches, in the order of `RULES`, else the weak cues it holds when together they read
+    as an attack (`memory.pipeline.injection_cues`), or None. Rules written in Chinese apply only to a text with CJK
+    characters."""
     cjk = has_cjk(text)
     for i, (rule, pattern) in enumerate(RULES):
         if i in _CJK_RULES and not cjk:
             continue
         if match := pattern.search(text):
             return Untrusted(rule, " ".join(match.group().split())[:80])
+    if cues := combined(text, cjk):
+        return Untrusted("cues", f"{'+'.join(cues.names)}: {cues.phrase}"[:80])
     return None
 
 
