@@ -173,6 +173,13 @@ def encode_result(content: str, at: datetime, metadata: dict[str, Any] | None) -
     return dump_json({"content": content, "at": micros(at), "metadata": metadata}, "tool result")
 
 
+def binding_of(event: Event) -> str | None:
+    """The stored JSON of the result an appended `tool_result` with a call id binds into its call, else None."""
+    if event.type != "tool_result" or event.call_id is None:
+        return None
+    return encode_result(event.content, event.occurred_at, event.metadata)
+
+
 def result_of(event: Event) -> str | None:
     """The stored JSON of the result an event already carries (an imported bound call), else None."""
     if event.result is None or event.result_at is None:

@@ -26,6 +26,29 @@ local function retain(age, retain_key, member, ended)
   if score then redis.call('ZADD', retain_key, score, member) else redis.call('ZREM', retain_key, member) end
 end
 """
+# Create the session record (active, started and last seen `at`) or make an ended one active again; move its last
+# event time forward to `at`, and list it as active and idle since then.
+_TOUCH = """
+local function touch(rec, all, active, ended, idle, retain, sid, member, at)
+  local status = redis.call('HGET', rec, 'status')
+  if not status then
+    redis.call('HSET', rec, 'status', 'active', 'started', at, 'last', at, 'events', 0)
+    redis.call('ZADD', all, 0, sid)
+  elseif status == 'ended' then
+    redis.call('HSET', rec, 'status', 'active')
+    redis.call('HDEL', rec, 'ended', 'reason')
+    redis.call('ZREM', ended, sid)
+    redis.call('ZREM', retain, member)
+  end
+  local last = redis.call('HGET', rec, 'last')
+  if tonumber(at) > tonumber(last) then
+    last = at
+    redis.call('HSET', rec, 'last', last)
+  end
+  redis.call('ZADD', active, 0, sid)
+  redis.call('ZADD', idle, last, member)
+end
+"""
 # KEYS rec ev ids age calls task tasks n:all n:active n:ended idle retain. ARGV id body recorded type call-token
 # task-token session member own-result bound-result touch request-key look-up. Returns {id} for a new event, else
 # {id, body, result} of the stored event (a retry by id, or by request key when look-up is '1'; or the call a
@@ -33,6 +56,7 @@ end
 # remove it) in the same step; an import ('0') indexes a key only if no event holds it yet.
 APPEND = (
     _AFTER
+    + _TOUCH
     + """
 local rec, ev, ids, age, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id, recorded, call, task, sid, member = ARGV[1], ARGV[3], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
@@ -73,26 +97,10 @@ else
     if not cur or redis.call('HEXISTS', ev, cur) == 0 or after(id, cur) then redis.call('HSET', calls, call, id) end
   end
 end
-local status = redis.call('HGET', rec, 'status')
 if ARGV[11] == '1' then
-  if not status then
-    redis.call('HSET', rec, 'status', 'active', 'started', recorded, 'last', recorded, 'events', 0)
-    redis.call('ZADD', KEYS[8], 0, sid)
-  elseif status == 'ended' then
-    redis.call('HSET', rec, 'status', 'active')
-    redis.call('HDEL', rec, 'ended', 'reason')
-    redis.call('ZREM', KEYS[10], sid)
-    redis.call('ZREM', KEYS[12], member)
-  end
-  redis.call('ZADD', KEYS[9], 0, sid)
-  local last = redis.call('HGET', rec, 'last')
-  if tonumber(recorded) > tonumber(last) then
-    last = recorded
-    redis.call('HSET', rec, 'last', last)
-  end
+  touch(rec, KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], sid, member, recorded)
   if not target then redis.call('HINCRBY', rec, 'events', 1) end
-  redis.call('ZADD', KEYS[11], last, member)
-elseif status == 'ended' then
+elseif redis.call('HGET', rec, 'status') == 'ended' then
   redis.call('ZADD', KEYS[12], 'LT', recorded, member)
 end
 if target then return stored(target) end
@@ -100,28 +108,14 @@ return {id}
 """
 )
 # Lifecycle scripts: KEYS rec n:all n:active n:ended idle retain age; ARGV session member ...
-START = """
-local rec, sid, member, at = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-local status = redis.call('HGET', rec, 'status')
-if not status then
-  redis.call('HSET', rec, 'status', 'active', 'started', at, 'last', at, 'events', 0)
-  redis.call('ZADD', KEYS[2], 0, sid)
-elseif status == 'ended' then
-  redis.call('HSET', rec, 'status', 'active')
-  redis.call('HDEL', rec, 'ended', 'reason')
-  redis.call('ZREM', KEYS[4], sid)
-  redis.call('ZREM', KEYS[6], member)
-end
-if ARGV[4] == '1' then redis.call('HSET', rec, 'goal', ARGV[5]) end
-local last = redis.call('HGET', rec, 'last')
-if tonumber(at) > tonumber(last) then
-  last = at
-  redis.call('HSET', rec, 'last', last)
-end
-redis.call('ZADD', KEYS[3], 0, sid)
-redis.call('ZADD', KEYS[5], last, member)
-return redis.call('HGETALL', rec)
+START = (
+    _TOUCH
+    + """
+touch(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[1], ARGV[2], ARGV[3])
+if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'goal', ARGV[5]) end
+return redis.call('HGETALL', KEYS[1])
 """
+)
 END = (
     _RETAIN
     + """
@@ -173,6 +167,28 @@ local given, base = {}, #ARGV - #KEYS + 11
 for i = 12, #KEYS do given[ARGV[base + i - 11]] = KEYS[i] end
 for _, q in ipairs(redis.call('SMEMBERS', KEYS[6])) do if not given[q] then return -1 end end
 """
+# Remove one event with its index entries (KEYS ev ids age calls of a whole-session script; `given` of `_TASKS`):
+# its task key entry, its call index entry, the retry link of a result bound to it and the request index
+# entries that name it. Returns the call id whose call index entry named the event, else nil.
+_FORGET = """
+local function forget(id)
+  local ev = KEYS[2]
+  local q = redis.call('HGET', ev, 't:' .. id)
+  if q and given[q] then redis.call('ZREM', given[q], id) end
+  local c = redis.call('HGET', ev, 'c:' .. id)
+  if c and redis.call('HGET', KEYS[5], c) == id then redis.call('HDEL', KEYS[5], c) else c = nil end
+  local rb = redis.call('HGET', ev, 'rb:' .. id)
+  if rb then redis.call('HDEL', ev, 'b:' .. rb) end
+  for _, f in ipairs({'k:', 'rk:'}) do
+    local rq = redis.call('HGET', ev, f .. id)
+    if rq and redis.call('HGET', ev, 'q:' .. rq) == id then redis.call('HDEL', ev, 'q:' .. rq) end
+  end
+  redis.call('HDEL', ev, id, 'r:' .. id, 't:' .. id, 'c:' .. id, 'rb:' .. id, 'k:' .. id, 'rk:' .. id)
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('ZREM', KEYS[4], id)
+  return c
+end
+"""
 # ARGV session member; no argument of its own.
 DROP = (
     _TASKS
@@ -190,28 +206,14 @@ return {events, had}
 TRIM = (
     _TASKS
     + _RETAIN
+    + _FORGET
     + """
-local ev = KEYS[2]
 if redis.call('HGET', KEYS[1], 'status') ~= 'ended' then
   redis.call('ZREM', KEYS[11], ARGV[2])
   return {0, 0}
 end
 local old = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[3], 'LIMIT', 0, 500)
-for _, id in ipairs(old) do
-  local q = redis.call('HGET', ev, 't:' .. id)
-  if q and given[q] then redis.call('ZREM', given[q], id) end
-  local c = redis.call('HGET', ev, 'c:' .. id)
-  if c and redis.call('HGET', KEYS[5], c) == id then redis.call('HDEL', KEYS[5], c) end
-  local rb = redis.call('HGET', ev, 'rb:' .. id)
-  if rb then redis.call('HDEL', ev, 'b:' .. rb) end
-  for _, f in ipairs({'k:', 'rk:'}) do
-    local rq = redis.call('HGET', ev, f .. id)
-    if rq and redis.call('HGET', ev, 'q:' .. rq) == id then redis.call('HDEL', ev, 'q:' .. rq) end
-  end
-  redis.call('HDEL', ev, id, 'r:' .. id, 't:' .. id, 'c:' .. id, 'rb:' .. id, 'k:' .. id, 'rk:' .. id)
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('ZREM', KEYS[4], id)
-end
+for _, id in ipairs(old) do forget(id) end
 for q, key in pairs(given) do
   if redis.call('EXISTS', key) == 0 then redis.call('SREM', KEYS[6], q) end
 end
@@ -240,6 +242,7 @@ return {#old, 0}
 ERASE = (
     _TASKS
     + _RETAIN
+    + _FORGET
     + """
 local rec, ev, ids, age, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local probe, subject = ARGV[3], ARGV[4]
@@ -262,22 +265,8 @@ local removed, lost = 0, {}
 for _, id in ipairs(redis.call('ZRANGE', ids, 0, -1)) do
   local body = redis.call('HGET', ev, id)
   if body and recorded_by_subject(body) then
-    local q = redis.call('HGET', ev, 't:' .. id)
-    if q and given[q] then redis.call('ZREM', given[q], id) end
-    local c = redis.call('HGET', ev, 'c:' .. id)
-    if c and redis.call('HGET', calls, c) == id then
-      redis.call('HDEL', calls, c)
-      lost[c] = true
-    end
-    local rb = redis.call('HGET', ev, 'rb:' .. id)
-    if rb then redis.call('HDEL', ev, 'b:' .. rb) end
-    for _, f in ipairs({'k:', 'rk:'}) do
-      local rq = redis.call('HGET', ev, f .. id)
-      if rq and redis.call('HGET', ev, 'q:' .. rq) == id then redis.call('HDEL', ev, 'q:' .. rq) end
-    end
-    redis.call('HDEL', ev, id, 'r:' .. id, 't:' .. id, 'c:' .. id, 'rb:' .. id, 'k:' .. id, 'rk:' .. id)
-    redis.call('ZREM', ids, id)
-    redis.call('ZREM', age, id)
+    local c = forget(id)
+    if c then lost[c] = true end
     removed = removed + 1
   else
     local rq = redis.call('HGET', ev, 'rk:' .. id)

@@ -26,38 +26,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote, unquote
 
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
-from memory.errors import BackendUnavailable, NamespaceForbidden
-from memory.events import redis_scripts
-from memory.events.model import (
-    Event,
-    EventCounts,
-    SessionExport,
-    SessionRecord,
-    SessionStatus,
-    check_event,
-    check_event_id,
-    check_limit,
-    decode_event,
-    dump_json,
-    encode_event,
-    encode_result,
-    from_micros,
-    micros,
-    request_key,
-    result_of,
-)
-from memory.events.store import check_access, check_import, export_pages
+from memory.errors import BackendUnavailable
+from memory.events import model, redis_scripts
+from memory.events.base import EventStoreBase, Pair
+from memory.events.model import Event, EventCounts, SessionRecord, SessionStatus, decode_event, from_micros, micros
 from memory.redis_errors import redis_errors
-from memory.scope import NamespaceScope, validate_namespace
 
 _TENANTS = "hs:ev:tenants"
 _BATCH = 100
@@ -74,6 +55,11 @@ def _text(value: Any) -> str:
 def _glob_escaped(text: str) -> str:
     """`text` as a literal in a Redis MATCH pattern."""
     return "".join("\\" + char if char in _GLOB_SPECIAL else char for char in text)
+
+
+def _after(after: str | None) -> str:
+    """The lexical range start of a listing after `after` (exclusive), or from the start."""
+    return f"({after}" if after else "-"
 
 
 def _token(value: str | None) -> str:
@@ -138,25 +124,21 @@ def _record(namespace: str, session_id: str, raw: Any) -> SessionRecord | None:
     )
 
 
-class RedisEventStore:
+class RedisEventStore(EventStoreBase):
     """`EventStore` on Redis; see the module docstring."""
 
     def __init__(self, client: redis.asyncio.Redis | RedisCluster) -> None:
         self._client = client
         self._tenant_noted: dict[str, float] = {}
-        self._append = client.register_script(redis_scripts.APPEND)
-        self._start = client.register_script(redis_scripts.START)
-        self._end = client.register_script(redis_scripts.END)
-        self._put = client.register_script(redis_scripts.PUT)
-        self._mark = client.register_script(redis_scripts.MARK)
-        self._records = client.register_script(redis_scripts.RECORDS)
-        self._drop = client.register_script(redis_scripts.DROP)
-        self._trim = client.register_script(redis_scripts.TRIM)
-        self._erase = client.register_script(redis_scripts.ERASE)
-
-    @staticmethod
-    def _keys(scope: NamespaceScope, namespace: str, session_id: str, write: bool) -> _Keys:
-        return _Keys(scope.tenant, *check_access(scope, namespace, session_id, write=write))
+        self._lua_append = client.register_script(redis_scripts.APPEND)
+        self._lua_start = client.register_script(redis_scripts.START)
+        self._lua_end = client.register_script(redis_scripts.END)
+        self._lua_put = client.register_script(redis_scripts.PUT)
+        self._lua_mark = client.register_script(redis_scripts.MARK)
+        self._lua_records = client.register_script(redis_scripts.RECORDS)
+        self._lua_drop = client.register_script(redis_scripts.DROP)
+        self._lua_trim = client.register_script(redis_scripts.TRIM)
+        self._lua_erase = client.register_script(redis_scripts.ERASE)
 
     async def _note_tenant(self, tenant: str) -> None:
         """Add the tenant to the tenants set before writing a session of it; again every minute, so a set lost
@@ -168,122 +150,91 @@ class RedisEventStore:
             self._tenant_noted[tenant] = now
 
     async def _store(self, keys: _Keys, event: Event, *, bind: bool, touch: bool) -> list[Any]:
-        bound = ""
-        if bind and event.type == "tool_result" and event.call_id is not None:
-            bound = encode_result(event.content, event.occurred_at, event.metadata)
+        bound = (model.binding_of(event) or "") if bind else ""
         task = _token(event.task_id)
         names = [keys.s(k) for k in ("rec", "ev", "ids", "age", "calls")]
         names += [keys.s(f"task:{task}" if task else "ids"), keys.s("tasks"), *keys.lifecycle()[1:6]]
-        args: list[str | int] = [event.id, encode_event(event), micros(event.recorded_at), event.type]
+        args: list[str | int] = [event.id, model.encode_event(event), micros(event.recorded_at), event.type]
         args += [_token(event.call_id), task]
-        args += [keys.session_id, keys.member, result_of(event) or "", bound, "1" if touch else "0"]
-        args += [request_key(event) or "", "1" if bind else "0"]  # an append looks its request up, an import not
+        args += [keys.session_id, keys.member, model.result_of(event) or "", bound, "1" if touch else "0"]
+        args += [model.request_key(event) or "", "1" if bind else "0"]  # an append looks its request up, an import not
         with redis_errors("event store"):
-            return list(await self._append(keys=names, args=args))
+            return list(await self._lua_append(keys=names, args=args))
 
-    async def append(self, scope: NamespaceScope, event: Event) -> Event:
-        check_event(event)
-        keys = self._keys(scope, event.namespace, event.session_id, write=True)
-        await self._note_tenant(scope.tenant)
+    async def _append(self, tenant: str, event: Event) -> Event:
+        keys = _Keys(tenant, event.namespace, event.session_id)
+        await self._note_tenant(tenant)
         reply = await self._store(keys, event, bind=True, touch=True)
         if len(reply) == 1:
             return event
         return decode_event(keys.namespace, keys.session_id, reply[1], reply[2] if len(reply) > 2 else None)
 
-    async def events(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        session_id: str,
-        *,
-        task_id: str | None = None,
-        after: str | None = None,
-        limit: int = 100,
+    async def _events(
+        self, tenant: str, namespace: str, session_id: str, task_id: str | None, after: str | None, limit: int
     ) -> list[Event]:
-        keys = self._keys(scope, namespace, session_id, write=False)
+        keys = _Keys(tenant, namespace, session_id)
         index = keys.s("ids") if task_id is None else keys.s(f"task:{_token(task_id)}")
-        start, count = f"({after}" if after else "-", check_limit(limit)
         with redis_errors("event store"):
-            ids = [_text(i) for i in await self._client.zrangebylex(index, start, "+", 0, count)]
+            ids = [_text(i) for i in await self._client.zrangebylex(index, _after(after), "+", 0, limit)]
             if not ids:
                 return []
             raw = await self._client.hmget(keys.s("ev"), [f for i in ids for f in (i, f"r:{i}")])
         pairs = zip(raw[0::2], raw[1::2], strict=True)
         return [decode_event(namespace, session_id, body, result) for body, result in pairs if body is not None]
 
-    async def session(self, scope: NamespaceScope, namespace: str, session_id: str) -> SessionRecord | None:
-        keys = self._keys(scope, namespace, session_id, write=False)
+    async def _session(self, tenant: str, namespace: str, session_id: str) -> SessionRecord | None:
         with redis_errors("event store"):
-            raw = await self._client.hgetall(keys.s("rec"))
+            raw = await self._client.hgetall(_Keys(tenant, namespace, session_id).s("rec"))
         return _record(namespace, session_id, raw)
 
     async def _read(self, pairs: Sequence[tuple[str, str]], tenant: str) -> list[SessionRecord]:
         if not pairs:
             return []
         with redis_errors("event store"):
-            raws = await self._records(keys=[_Keys(tenant, ns, sid).s("rec") for ns, sid in pairs])
+            raws = await self._lua_records(keys=[_Keys(tenant, ns, sid).s("rec") for ns, sid in pairs])
         records = [_record(ns, sid, raw) for (ns, sid), raw in zip(pairs, raws, strict=True)]
         return [r for r in records if r is not None]
 
-    async def sessions(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        *,
-        status: SessionStatus | None = None,
-        after: str | None = None,
-        limit: int = 100,
+    async def _sessions(
+        self, tenant: str, namespace: str, status: SessionStatus | None, after: str | None, limit: int
     ) -> list[SessionRecord]:
-        keys = self._keys(scope, namespace, "-", write=False)
-        index = keys.n(status or "all")
+        index = _Keys(tenant, namespace, "-").n(status or "all")
         with redis_errors("event store"):
-            found = await self._client.zrangebylex(index, f"({after}" if after else "-", "+", 0, check_limit(limit))
-        return await self._read([(namespace, _text(sid)) for sid in found], scope.tenant)
+            found = await self._client.zrangebylex(index, _after(after), "+", 0, limit)
+        return await self._read([(namespace, _text(sid)) for sid in found], tenant)
 
-    async def start_session(
-        self, scope: NamespaceScope, namespace: str, session_id: str, goal: str | None, at: datetime
+    async def _start_session(
+        self, tenant: str, namespace: str, session_id: str, goal: str | None, at_us: int
     ) -> SessionRecord:
-        keys = self._keys(scope, namespace, session_id, write=True)
-        await self._note_tenant(scope.tenant)
-        args: list[str | int] = [session_id, keys.member, micros(at), "0" if goal is None else "1", goal or ""]
+        keys = _Keys(tenant, namespace, session_id)
+        await self._note_tenant(tenant)
+        args: list[str | int] = [session_id, keys.member, at_us, "0" if goal is None else "1", goal or ""]
         with redis_errors("event store"):
-            raw = await self._start(keys=keys.lifecycle(), args=args)
+            raw = await self._lua_start(keys=keys.lifecycle(), args=args)
         record = _record(namespace, session_id, raw)
         assert record is not None
         return record
 
-    async def mark_extracted(
-        self, scope: NamespaceScope, namespace: str, session_id: str, through_event_id: str
-    ) -> None:
-        keys = self._keys(scope, namespace, session_id, write=True)
+    async def _mark_extracted(self, tenant: str, namespace: str, session_id: str, through: str) -> None:
         with redis_errors("event store"):
-            await self._mark(keys=[keys.s("rec")], args=[check_event_id(through_event_id)])
+            await self._lua_mark(keys=[_Keys(tenant, namespace, session_id).s("rec")], args=[through])
 
-    async def end_session(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        session_id: str,
-        at: datetime,
-        reason: str,
-        archive: dict[str, Any] | None,
+    async def _end_session(
+        self, tenant: str, namespace: str, session_id: str, at_us: int, reason: str, archive: str | None
     ) -> SessionRecord | None:
-        keys = self._keys(scope, namespace, session_id, write=True)
-        encoded = "" if archive is None else dump_json(archive, "archive")
+        keys = _Keys(tenant, namespace, session_id)
+        args: list[str | int] = [session_id, keys.member, at_us, reason, archive or ""]
         with redis_errors("event store"):
-            raw = await self._end(keys=keys.lifecycle(), args=[session_id, keys.member, micros(at), reason, encoded])
+            raw = await self._lua_end(keys=keys.lifecycle(), args=args)
         return None if raw is None else _record(namespace, session_id, raw)
 
-    async def idle_sessions(self, scope: NamespaceScope, idle_before: datetime, limit: int) -> list[SessionRecord]:
-        if not scope.admin:
-            raise NamespaceForbidden("listing a tenant's idle sessions needs an admin scope")
-        before = micros(idle_before)
-        idle = _Keys(scope.tenant, "-", "-").tag + ":idle"
+    async def _idle_sessions(self, tenant: str, before_us: int, limit: int) -> list[SessionRecord]:
+        idle = _Keys(tenant, "-", "-").tag + ":idle"
         with redis_errors("event store"):
-            found = await self._client.zrangebyscore(idle, "-inf", f"({before}", 0, check_limit(limit))
+            found = await self._client.zrangebyscore(idle, "-inf", f"({before_us}", 0, limit)
         pairs = [tuple(json.loads(_text(member))) for member in found]
-        records = await self._read([(ns, sid) for ns, sid in pairs], scope.tenant)
-        return [r for r in records if r.status == "active" and micros(r.last_event_at) < before]
+        records = await self._read([(ns, sid) for ns, sid in pairs], tenant)
+        return [r for r in records if r.status == "active" and micros(r.last_event_at) < before_us]
 
     async def tenants(self) -> list[str]:
         with redis_errors("event store"):
@@ -301,10 +252,8 @@ class RedisEventStore:
                 return [int(x) for x in reply]
         raise BackendUnavailable("event store (redis): too many concurrent changes of one session")
 
-    async def purge(self, scope: NamespaceScope, namespace: str) -> EventCounts:
-        if not scope.admin:
-            raise NamespaceForbidden("purging a namespace needs an admin scope")
-        index = _Keys(scope.tenant, validate_namespace(namespace), "-").n("all")
+    async def _purge(self, tenant: str, namespace: str) -> EventCounts:
+        index = _Keys(tenant, namespace, "-").n("all")
         removed = EventCounts()
         while True:
             with redis_errors("event store"):
@@ -312,28 +261,26 @@ class RedisEventStore:
             if not found:
                 return removed
             for sid in found:
-                events, had = await self._whole(self._drop, _Keys(scope.tenant, namespace, _text(sid)))
+                events, had = await self._whole(self._lua_drop, _Keys(tenant, namespace, _text(sid)))
                 removed += EventCounts(events, had)
 
-    async def erase_subject(self, scope: NamespaceScope, subject: str) -> tuple[EventCounts, list[tuple[str, str]]]:
-        if not scope.admin:
-            raise NamespaceForbidden("erasing a subject's events needs an admin scope")
-        probe = ',"subject":' + dump_json(subject, "subject") + ',"request":'  # as `model.encode_event` writes it
+    async def _erase_subject(self, tenant: str, subject: str) -> tuple[EventCounts, list[Pair]]:
+        probe = ',"subject":' + model.dump_json(subject, "subject") + ',"request":'  # as `model.encode_event` writes it
         removed, touched = EventCounts(), []
-        for namespace, session_id in await self._sessions_with_events(scope.tenant):
-            keys = _Keys(scope.tenant, namespace, session_id)
-            events, sessions = await self._whole(self._erase, keys, probe, subject)
+        for namespace, session_id in await self._sessions_with_events(tenant):
+            keys = _Keys(tenant, namespace, session_id)
+            events, sessions = await self._whole(self._lua_erase, keys, probe, subject)
             if events:
                 removed += EventCounts(events, sessions)
                 touched.append((namespace, session_id))
         return removed, touched
 
-    async def _sessions_with_events(self, tenant: str) -> list[tuple[str, str]]:
+    async def _sessions_with_events(self, tenant: str) -> list[Pair]:
         """(namespace, session id) of every session of the tenant that holds events, sorted: its `S:ids` keys,
         found by SCAN (on every primary of a cluster). A key counts only if it is exactly the prefix, two
         percent-encoded parts (neither holds a ':') and `ids`, so no task key and no other tenant's key does."""
         prefix = f"{_Keys(tenant, '-', '-').tag}:s:"
-        found: set[tuple[str, str]] = set()
+        found: set[Pair] = set()
         with redis_errors("event store"):
             async for raw in self._client.scan_iter(match=_glob_escaped(prefix) + "*:ids", count=_SCAN_COUNT):
                 key = _text(raw)
@@ -342,45 +289,39 @@ class RedisEventStore:
                     found.add((unquote(parts[0]), unquote(parts[1])))
         return sorted(found)
 
-    def export(self, scope: NamespaceScope, namespace: str) -> AsyncIterator[SessionExport]:
-        return export_pages(self, scope, namespace)
-
-    async def import_(
-        self, scope: NamespaceScope, events: Sequence[Event], sessions: Sequence[SessionRecord]
+    async def _import(
+        self, tenant: str, events: Sequence[Event], sessions: Sequence[SessionRecord], unlisted: set[Pair]
     ) -> EventCounts:
-        check_import(scope, events, sessions)
-        await self._note_tenant(scope.tenant)
-        given = {(record.namespace, record.session_id) for record in sessions}
-        touched: set[tuple[str, str]] = set()
-        for pair in {(e.namespace, e.session_id) for e in events} - given:
+        await self._note_tenant(tenant)
+        touched: set[Pair] = set()
+        for pair in unlisted:
             with redis_errors("event store"):
-                if not await self._client.exists(_Keys(scope.tenant, *pair).s("rec")):
+                if not await self._client.exists(_Keys(tenant, *pair).s("rec")):
                     touched.add(pair)
         new_sessions = 0
         for record in sessions:
-            keys = _Keys(scope.tenant, record.namespace, record.session_id)
+            keys = _Keys(tenant, record.namespace, record.session_id)
             with redis_errors("event store"):
-                new_sessions += int(await self._put(keys=keys.lifecycle(), args=_put_args(keys, record)))
+                new_sessions += int(await self._lua_put(keys=keys.lifecycle(), args=_put_args(keys, record)))
         new_events = 0
         for event in events:
-            keys = _Keys(scope.tenant, event.namespace, event.session_id)
+            keys = _Keys(tenant, event.namespace, event.session_id)
             touch = (event.namespace, event.session_id) in touched
             new_events += len(await self._store(keys, event, bind=False, touch=touch)) == 1
         return EventCounts(new_events, new_sessions)
 
-    async def expire(self, before: datetime) -> EventCounts:
-        cutoff = micros(before)
+    async def _expire(self, before_us: int) -> EventCounts:
         dropped = EventCounts()
         for tenant in await self.tenants():
             retain = _Keys(tenant, "-", "-").tag + ":retain"
             while True:
                 with redis_errors("event store"):
-                    found = await self._client.zrangebyscore(retain, "-inf", f"({cutoff}", 0, _BATCH)
+                    found = await self._client.zrangebyscore(retain, "-inf", f"({before_us}", 0, _BATCH)
                 if not found:
                     break
                 for member in found:
-                    namespace, session_id = json.loads(_text(member))
-                    events, sessions = await self._whole(self._trim, _Keys(tenant, namespace, session_id), cutoff)
+                    keys = _Keys(tenant, *json.loads(_text(member)))
+                    events, sessions = await self._whole(self._lua_trim, keys, before_us)
                     dropped += EventCounts(events, sessions)
         return dropped
 
@@ -402,7 +343,7 @@ def _put_args(keys: _Keys, record: SessionRecord) -> list[str | int]:
         "goal": record.goal,
         "ended": ended or None,
         "through": record.extracted_through,
-        "archive": None if record.archive is None else dump_json(record.archive, "archive"),
+        "archive": None if record.archive is None else model.dump_json(record.archive, "archive"),
         "reason": record.end_reason,
     }
     fields += [item for name, value in optional.items() if value is not None for item in (name, value)]

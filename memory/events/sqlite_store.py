@@ -27,35 +27,17 @@ import json
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
 
-from memory.errors import BackendUnavailable, NamespaceForbidden
-from memory.events.model import (
-    Event,
-    EventCounts,
-    SessionExport,
-    SessionRecord,
-    SessionStatus,
-    check_event,
-    check_event_id,
-    check_limit,
-    decode_event,
-    dump_json,
-    encode_event,
-    encode_result,
-    from_micros,
-    micros,
-    request_key,
-    result_of,
-)
-from memory.events.store import check_access, check_import, export_pages
-from memory.scope import NamespaceScope, validate_namespace
+from memory.errors import BackendUnavailable
+from memory.events import model
+from memory.events.base import EventStoreBase, Pair
+from memory.events.model import Event, EventCounts, SessionRecord, SessionStatus, decode_event, from_micros, micros
 
 T = TypeVar("T")
 _EXPIRE_BATCH = 1000
@@ -113,7 +95,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 Key = tuple[str, str, str]
 
 
-def _session(row: Sequence[Any]) -> SessionRecord:
+def _session_of(row: Sequence[Any]) -> SessionRecord:
     return SessionRecord(
         namespace=row[0],
         session_id=row[1],
@@ -143,7 +125,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 
 def _insert_event(conn: sqlite3.Connection, tenant: str, event: Event) -> bool:
     row = (tenant, event.namespace, event.session_id, event.id, event.task_id, event.type, event.call_id)
-    values = (micros(event.recorded_at), encode_event(event), result_of(event), request_key(event))
+    values = (micros(event.recorded_at), model.encode_event(event), model.result_of(event), model.request_key(event))
     return conn.execute(_INSERT_EVENT, (*row, *values)).rowcount == 1
 
 
@@ -158,7 +140,7 @@ def _retried(conn: sqlite3.Connection, key: Key, event: Event) -> Event | None:
     """What an earlier append of this event stored (by its id, or by its request), if any: the event itself or
     the call its result was bound to."""
     found = _find(conn, key, "id", event.id) or _find(conn, key, "result_id", event.id)
-    if found is None and (request := request_key(event)) is not None:
+    if found is None and (request := model.request_key(event)) is not None:
         found = _find(conn, key, "request_key", request) or _find(conn, key, "result_request_key", request)
     return found
 
@@ -178,7 +160,7 @@ def _add_request_index(conn: sqlite3.Connection) -> None:
     conn.executescript(_REQUEST_INDEX)
 
 
-class SqliteEventStore:
+class SqliteEventStore(EventStoreBase):
     """`EventStore` on a sqlite file; see the module docstring."""
 
     def __init__(self, connection: sqlite3.Connection) -> None:
@@ -218,16 +200,9 @@ class SqliteEventStore:
     async def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await anyio.to_thread.run_sync(self._run, work)
 
-    @staticmethod
-    def _key(scope: NamespaceScope, namespace: str, session_id: str, write: bool) -> Key:
-        return (scope.tenant, *check_access(scope, namespace, session_id, write=write))
-
-    async def append(self, scope: NamespaceScope, event: Event) -> Event:
-        check_event(event)
-        key = self._key(scope, event.namespace, event.session_id, write=True)
-        encode_event(event)  # refuse what cannot be stored before taking the connection
-        binds = event.type == "tool_result" and event.call_id is not None
-        bound = encode_result(event.content, event.occurred_at, event.metadata) if binds else None
+    async def _append(self, tenant: str, event: Event) -> Event:
+        key = (tenant, event.namespace, event.session_id)
+        bound = model.binding_of(event)
 
         def work(conn: sqlite3.Connection) -> Event:
             with _transaction(conn):
@@ -235,7 +210,7 @@ class SqliteEventStore:
                 if prior is not None:
                     return prior  # a retry: what the first append stored, unchanged
                 call = None
-                if binds:
+                if bound is not None:
                     call = conn.execute(
                         f"SELECT id, result FROM events WHERE {_KEY} AND type = 'tool_call' AND call_id = ?"
                         " ORDER BY id DESC LIMIT 1",
@@ -245,7 +220,7 @@ class SqliteEventStore:
                 if call is not None and call[1] is None:
                     conn.execute(
                         f"UPDATE events SET result = ?, result_id = ?, result_request_key = ? WHERE {_KEY} AND id = ?",
-                        (bound, event.id, request_key(event), *key, call[0]),
+                        (bound, event.id, model.request_key(event), *key, call[0]),
                     )
                     conn.execute(_TOUCH, (*key, recorded, recorded, 0))
                     stored = _find(conn, key, "id", call[0])
@@ -257,56 +232,39 @@ class SqliteEventStore:
 
         return await self._call(work)
 
-    async def events(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        session_id: str,
-        *,
-        task_id: str | None = None,
-        after: str | None = None,
-        limit: int = 100,
+    async def _events(
+        self, tenant: str, namespace: str, session_id: str, task_id: str | None, after: str | None, limit: int
     ) -> list[Event]:
-        key = self._key(scope, namespace, session_id, write=False)
         task = "" if task_id is None else " AND task_id = ?"
-        args = (*key, *(() if task_id is None else (task_id,)), after or "", check_limit(limit))
+        args = (tenant, namespace, session_id, *(() if task_id is None else (task_id,)), after or "", limit)
         query = f"SELECT body, result FROM events WHERE {_KEY}{task} AND id > ? ORDER BY id LIMIT ?"
         rows = await self._call(lambda conn: conn.execute(query, args).fetchall())
         return [decode_event(namespace, session_id, body, result) for body, result in rows]
 
-    async def session(self, scope: NamespaceScope, namespace: str, session_id: str) -> SessionRecord | None:
-        key = self._key(scope, namespace, session_id, write=False)
-        return await self._call(lambda conn: self._record(conn, key))
+    async def _session(self, tenant: str, namespace: str, session_id: str) -> SessionRecord | None:
+        return await self._call(lambda conn: self._record(conn, (tenant, namespace, session_id)))
 
     @staticmethod
     def _record(conn: sqlite3.Connection, key: Key) -> SessionRecord | None:
         row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {_KEY}", key).fetchone()
-        return None if row is None else _session(row)
+        return None if row is None else _session_of(row)
 
-    async def sessions(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        *,
-        status: SessionStatus | None = None,
-        after: str | None = None,
-        limit: int = 100,
+    async def _sessions(
+        self, tenant: str, namespace: str, status: SessionStatus | None, after: str | None, limit: int
     ) -> list[SessionRecord]:
-        tenant, namespace, _ = self._key(scope, namespace, "-", write=False)
         where = "" if status is None else " AND status = ?"
-        args = (tenant, namespace, *(() if status is None else (status,)), after or "", check_limit(limit))
+        args = (tenant, namespace, *(() if status is None else (status,)), after or "", limit)
         query = (
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE tenant = ? AND namespace = ?{where}"
             " AND session_id > ? ORDER BY session_id LIMIT ?"
         )
         rows = await self._call(lambda conn: conn.execute(query, args).fetchall())
-        return [_session(row) for row in rows]
+        return [_session_of(row) for row in rows]
 
-    async def start_session(
-        self, scope: NamespaceScope, namespace: str, session_id: str, goal: str | None, at: datetime
+    async def _start_session(
+        self, tenant: str, namespace: str, session_id: str, goal: str | None, at_us: int
     ) -> SessionRecord:
-        key = self._key(scope, namespace, session_id, write=True)
-        moment = micros(at)
+        key = (tenant, namespace, session_id)
 
         def work(conn: sqlite3.Connection) -> SessionRecord:
             with _transaction(conn):
@@ -315,7 +273,7 @@ class SqliteEventStore:
                     " events) VALUES (?, ?, ?, 'active', ?, ?, ?, 0) ON CONFLICT DO UPDATE SET status = 'active',"
                     " ended_us = NULL, end_reason = NULL, goal = COALESCE(excluded.goal, goal),"
                     " last_event_us = MAX(last_event_us, excluded.last_event_us)",
-                    (*key, goal, moment, moment),
+                    (*key, goal, at_us, at_us),
                 )
                 record = self._record(conn, key)
             assert record is not None
@@ -323,28 +281,17 @@ class SqliteEventStore:
 
         return await self._call(work)
 
-    async def mark_extracted(
-        self, scope: NamespaceScope, namespace: str, session_id: str, through_event_id: str
-    ) -> None:
-        key = self._key(scope, namespace, session_id, write=True)
+    async def _mark_extracted(self, tenant: str, namespace: str, session_id: str, through: str) -> None:
         query = (
             f"UPDATE sessions SET extracted_through = ? WHERE {_KEY}"
             " AND (extracted_through IS NULL OR extracted_through < ?)"
         )
-        through = check_event_id(through_event_id)
-        await self._call(lambda conn: conn.execute(query, (through, *key, through)))
+        await self._call(lambda conn: conn.execute(query, (through, tenant, namespace, session_id, through)))
 
-    async def end_session(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        session_id: str,
-        at: datetime,
-        reason: str,
-        archive: dict[str, Any] | None,
+    async def _end_session(
+        self, tenant: str, namespace: str, session_id: str, at_us: int, reason: str, archive: str | None
     ) -> SessionRecord | None:
-        key = self._key(scope, namespace, session_id, write=True)
-        values = (micros(at), reason, None if archive is None else dump_json(archive, "archive"))
+        key, values = (tenant, namespace, session_id), (at_us, reason, archive)
 
         def work(conn: sqlite3.Connection) -> SessionRecord | None:
             with _transaction(conn):
@@ -357,25 +304,21 @@ class SqliteEventStore:
 
         return await self._call(work)
 
-    async def idle_sessions(self, scope: NamespaceScope, idle_before: datetime, limit: int) -> list[SessionRecord]:
-        if not scope.admin:
-            raise NamespaceForbidden("listing a tenant's idle sessions needs an admin scope")
+    async def _idle_sessions(self, tenant: str, before_us: int, limit: int) -> list[SessionRecord]:
         query = (
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE tenant = ? AND status = 'active' AND last_event_us < ?"
             " ORDER BY last_event_us, namespace, session_id LIMIT ?"
         )
-        args = (scope.tenant, micros(idle_before), check_limit(limit))
+        args = (tenant, before_us, limit)
         rows = await self._call(lambda conn: conn.execute(query, args).fetchall())
-        return [_session(row) for row in rows]
+        return [_session_of(row) for row in rows]
 
     async def tenants(self) -> list[str]:
         rows = await self._call(lambda conn: conn.execute("SELECT DISTINCT tenant FROM sessions").fetchall())
         return sorted(row[0] for row in rows)
 
-    async def purge(self, scope: NamespaceScope, namespace: str) -> EventCounts:
-        if not scope.admin:
-            raise NamespaceForbidden("purging a namespace needs an admin scope")
-        where = (scope.tenant, validate_namespace(namespace))
+    async def _purge(self, tenant: str, namespace: str) -> EventCounts:
+        where = (tenant, namespace)
 
         def work(conn: sqlite3.Connection) -> EventCounts:
             with _transaction(conn):
@@ -387,12 +330,10 @@ class SqliteEventStore:
 
         return await self._call(work)
 
-    async def erase_subject(self, scope: NamespaceScope, subject: str) -> tuple[EventCounts, list[tuple[str, str]]]:
-        if not scope.admin:
-            raise NamespaceForbidden("erasing a subject's events needs an admin scope")
-        tenant, probe = scope.tenant, '"subject":' + dump_json(subject, "subject")
+    async def _erase_subject(self, tenant: str, subject: str) -> tuple[EventCounts, list[Pair]]:
+        probe = '"subject":' + model.dump_json(subject, "subject")
 
-        def work(conn: sqlite3.Connection) -> tuple[EventCounts, list[tuple[str, str]]]:
+        def work(conn: sqlite3.Connection) -> tuple[EventCounts, list[Pair]]:
             with _transaction(conn):
                 # a body the subject recorded holds `probe` (`model.encode_event`), which narrows the scan; the
                 # decoded body decides (the text may also be in another event's metadata)
@@ -426,23 +367,12 @@ class SqliteEventStore:
 
         return await self._call(work)
 
-    def export(self, scope: NamespaceScope, namespace: str) -> AsyncIterator[SessionExport]:
-        return export_pages(self, scope, namespace)
-
-    async def import_(
-        self, scope: NamespaceScope, events: Sequence[Event], sessions: Sequence[SessionRecord]
+    async def _import(
+        self, tenant: str, events: Sequence[Event], sessions: Sequence[SessionRecord], unlisted: set[Pair]
     ) -> EventCounts:
-        check_import(scope, events, sessions)
-        given = {(record.namespace, record.session_id) for record in sessions}
-        tenant = scope.tenant
-
         def work(conn: sqlite3.Connection) -> EventCounts:
             with _transaction(conn):
-                touched = {
-                    pair
-                    for pair in {(e.namespace, e.session_id) for e in events} - given
-                    if self._record(conn, (tenant, *pair)) is None
-                }
+                touched = {pair for pair in unlisted if self._record(conn, (tenant, *pair)) is None}
                 new_sessions = sum(conn.execute(*_put_session(tenant, record)).rowcount for record in sessions)
                 new_events = 0
                 for event in events:
@@ -455,16 +385,14 @@ class SqliteEventStore:
 
         return await self._call(work)
 
-    async def expire(self, before: datetime) -> EventCounts:
-        cutoff = micros(before)
-
+    async def _expire(self, before_us: int) -> EventCounts:
         def trim(conn: sqlite3.Connection) -> int:
             with _transaction(conn):
                 return conn.execute(
                     "DELETE FROM events WHERE rowid IN (SELECT e.rowid FROM events e JOIN sessions s ON"
                     " s.tenant = e.tenant AND s.namespace = e.namespace AND s.session_id = e.session_id"
                     " WHERE e.recorded_us < ? AND s.status = 'ended' LIMIT ?)",
-                    (cutoff, _EXPIRE_BATCH),
+                    (before_us, _EXPIRE_BATCH),
                 ).rowcount
 
         def drop_sessions(conn: sqlite3.Connection) -> int:
@@ -472,13 +400,13 @@ class SqliteEventStore:
                 conn.execute(
                     "UPDATE sessions SET archive = NULL WHERE status = 'ended' AND ended_us < ?"
                     " AND archive IS NOT NULL",
-                    (cutoff,),
+                    (before_us,),
                 )
                 return conn.execute(
                     "DELETE FROM sessions WHERE status = 'ended' AND ended_us < ? AND NOT EXISTS (SELECT 1 FROM"
                     " events e WHERE e.tenant = sessions.tenant AND e.namespace = sessions.namespace"
                     " AND e.session_id = sessions.session_id)",
-                    (cutoff,),
+                    (before_us,),
                 ).rowcount
 
         dropped = 0
@@ -505,7 +433,7 @@ class SqliteEventStore:
 def _put_session(tenant: str, record: SessionRecord) -> tuple[str, tuple[Any, ...]]:
     """The statement that stores an imported session record unless one exists."""
     ended = None if record.ended_at is None else micros(record.ended_at)
-    archive = None if record.archive is None else dump_json(record.archive, "archive")
+    archive = None if record.archive is None else model.dump_json(record.archive, "archive")
     values: tuple[Any, ...] = (tenant, record.namespace, record.session_id, record.status, record.goal)
     values += (micros(record.started_at), micros(record.last_event_at), ended, record.events)
     values += (record.extracted_through, archive, record.end_reason)

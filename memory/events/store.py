@@ -1,8 +1,8 @@
 """`EventStore`: the contract of the durable event and session-record store (issue 17, items 1 and 3).
 
 Two implementations keep the same semantics: `SqliteEventStore` (embedded: one sqlite file in the data dir) and
-`RedisEventStore` (server mode: a single Redis or a Redis Cluster). tests/memory/events/ runs one contract suite
-over both.
+`RedisEventStore` (server mode: a single Redis or a Redis Cluster), both built on `EventStoreBase`
+(memory/events/base.py), which checks every call once. tests/memory/events/ runs one contract suite over both.
 
 Rules every implementation follows:
 
@@ -36,19 +36,8 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from memory.errors import NamespaceForbidden
-from memory.events.model import (
-    Event,
-    EventCounts,
-    SessionExport,
-    SessionRecord,
-    SessionStatus,
-    check_event,
-    check_record,
-    check_session_id,
-    encode_event,
-)
-from memory.scope import NamespaceScope, validate_namespace
+from memory.events.model import Event, EventCounts, SessionExport, SessionRecord, SessionStatus
+from memory.scope import NamespaceScope
 
 
 class EventStore(Protocol):
@@ -158,39 +147,3 @@ class EventStore(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-EXPORT_PAGE = 500
-
-
-def check_access(scope: NamespaceScope, namespace: str, session_id: str, *, write: bool) -> tuple[str, str]:
-    """(namespace, session_id) if the scope grants the namespace for this access; the check of every store call."""
-    allowed = scope.can_write(namespace) if write else scope.can_read(namespace)
-    if not allowed:
-        raise NamespaceForbidden(f"namespace not {'writable' if write else 'readable'} with this token")
-    return validate_namespace(namespace), check_session_id(session_id)
-
-
-def check_import(scope: NamespaceScope, events: Sequence[Event], sessions: Sequence[SessionRecord]) -> None:
-    """Refuse an import batch before storing any of it: a malformed record or an ungranted namespace."""
-    for record in sessions:
-        check_record(record)
-        check_access(scope, record.namespace, record.session_id, write=True)
-    for event in events:
-        check_event(event)
-        check_access(scope, event.namespace, event.session_id, write=True)
-        encode_event(event)
-
-
-async def export_pages(store: EventStore, scope: NamespaceScope, namespace: str) -> AsyncIterator[SessionExport]:
-    """`EventStore.export` for any store, through its paged listings: one session and all its events at a time."""
-    after: str | None = None
-    while page := await store.sessions(scope, namespace, after=after, limit=EXPORT_PAGE):
-        for record in page:
-            events: list[Event] = []
-            cursor: str | None = None
-            while chunk := await store.events(scope, namespace, record.session_id, after=cursor, limit=EXPORT_PAGE):
-                events.extend(chunk)
-                cursor = chunk[-1].id
-            yield SessionExport(record, events)
-        after = page[-1].session_id

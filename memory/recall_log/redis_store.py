@@ -13,7 +13,7 @@ appended meanwhile is never lost. Every Redis failure is raised as `BackendUnava
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,16 +21,13 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
 from memory.clock import Clock
+from memory.recall_log.base import Pick, RecallLogBase
 from memory.recall_log.store import (
     DEFAULT_MAX_AGE_SECONDS,
     DEFAULT_MAX_ENTRIES,
     RecallLogEntry,
-    check_eraser,
-    check_reader,
     decode_entry,
     encode_entry,
-    erasable,
-    matches,
 )
 from memory.redis_errors import redis_errors
 from memory.scope import NamespaceScope
@@ -76,7 +73,12 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-class RedisRecallLog:
+def _entry(item: Any) -> RecallLogEntry:
+    """The entry of a stored item `<micros>|<entry JSON>`."""
+    return decode_entry(_text(item).split("|", 1)[1])
+
+
+class RedisRecallLog(RecallLogBase):
     """`RecallLog` on Redis; same semantics as `InProcessRecallLog`, safe across replicas."""
 
     def __init__(
@@ -87,68 +89,39 @@ class RedisRecallLog:
         max_entries: int = DEFAULT_MAX_ENTRIES,
         max_age_seconds: float = DEFAULT_MAX_AGE_SECONDS,
     ) -> None:
+        super().__init__(clock, max_entries=max_entries, max_age_seconds=max_age_seconds)
         self._client = client
-        self._clock = clock
-        self._max_entries = max_entries
-        self._max_age = timedelta(seconds=max_age_seconds)
         self._ttl_ms = max(1, math.ceil(max_age_seconds * 1000))
-        self._bound = client.register_script(_BOUND)
-        self._remove = client.register_script(_REMOVE)
+        self._lua_bound = client.register_script(_BOUND)
+        self._lua_remove = client.register_script(_REMOVE)
 
     @staticmethod
-    def _key(scope: NamespaceScope) -> str:
-        return f"hs:{{{scope.tenant}}}:rl"
+    def _key(tenant: str) -> str:
+        return f"hs:{{{tenant}}}:rl"
 
-    async def _run(self, scope: NamespaceScope, item: str) -> None:
-        cutoff = _micros(self._clock.now() - self._max_age)
+    async def _run(self, tenant: str, item: str) -> None:
+        cutoff = _micros(self._cutoff())
         with redis_errors("recall log"):
-            await self._bound(keys=[self._key(scope)], args=[item, self._max_entries, cutoff, self._ttl_ms])
+            await self._lua_bound(keys=[self._key(tenant)], args=[item, self._max_entries, cutoff, self._ttl_ms])
 
     async def append(self, scope: NamespaceScope, entry: RecallLogEntry) -> None:
-        await self._run(scope, f"{_micros(entry.at)}|{encode_entry(entry)}")
+        await self._run(scope.tenant, f"{_micros(entry.at)}|{encode_entry(entry)}")
 
-    async def entries(
-        self,
-        scope: NamespaceScope,
-        *,
-        limit: int,
-        session_id: str | None = None,
-        subject: str | None = None,
-    ) -> list[RecallLogEntry]:
-        check_reader(scope, limit)
-        await self._run(scope, "")
+    async def _newest_first(self, tenant: str) -> Iterable[RecallLogEntry]:
+        await self._run(tenant, "")
         with redis_errors("recall log"):
-            raw = await self._client.lrange(self._key(scope), 0, self._max_entries - 1)
-        cutoff = self._clock.now() - self._max_age
-        found: list[RecallLogEntry] = []
-        for item in raw:
-            entry = decode_entry(_text(item).split("|", 1)[1])
-            if entry.at >= cutoff and matches(entry, session_id, subject):
-                found.append(entry)
-                if len(found) == limit:
-                    break
-        return found
+            raw = await self._client.lrange(self._key(tenant), 0, self._max_entries - 1)
+        return (_entry(item) for item in raw)
 
-    async def erase(
-        self,
-        scope: NamespaceScope,
-        *,
-        namespaces: Collection[str] = (),
-        subjects: Collection[str] = (),
-        memory_ids: Collection[str] = (),
-    ) -> int:
-        check_eraser(scope)
-        if not (namespaces or subjects or memory_ids):
-            return 0
-        await self._run(scope, "")
+    async def _remove(self, tenant: str, pick: Pick) -> int:
+        await self._run(tenant, "")
         with redis_errors("recall log"):
-            raw = await self._client.lrange(self._key(scope), 0, -1)
-        names, who, ids = frozenset(namespaces), frozenset(subjects), frozenset(memory_ids)
-        doomed = [text for text in map(_text, raw) if erasable(decode_entry(text.split("|", 1)[1]), names, who, ids)]
+            raw = await self._client.lrange(self._key(tenant), 0, -1)
+        doomed = [text for text in map(_text, raw) if pick(_entry(text))]
         if not doomed:
             return 0
         with redis_errors("recall log"):
-            removed = await self._remove(keys=[self._key(scope)], args=doomed)
+            removed = await self._lua_remove(keys=[self._key(tenant)], args=doomed)
         return int(removed)
 
     async def close(self) -> None:

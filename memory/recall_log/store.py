@@ -9,8 +9,11 @@ Rules every implementation follows:
   read, and are never returned.
 - Order: `entries` answers newest first, filtered by `session_id` and `subject` when given, at most `limit`.
 - Erasure: only an admin scope erases (`NamespaceForbidden` otherwise), only from its own tenant's log, and only
-  the entries `erasable` picks (empty collections pick nothing); the answer counts the live entries removed.
+  the entries `base.erasable` picks (empty collections pick nothing); the answer counts the live entries removed.
 - Errors: an unreachable backend raises `BackendUnavailable`.
+
+`InProcessRecallLog` and `RedisRecallLog` are built on `RecallLogBase` (memory/recall_log/base.py), which holds
+these checks and filters once.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from memory.errors import InvalidArgument, NamespaceForbidden
 from memory.scope import NamespaceScope
 
 DEFAULT_MAX_ENTRIES = 1000
@@ -84,46 +86,6 @@ class RecallLog(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-def check_reader(scope: NamespaceScope, limit: int) -> None:
-    if not scope.admin:
-        raise NamespaceForbidden("reading the recall log needs an admin scope")
-    if limit < 1:
-        raise InvalidArgument("limit must be at least 1")
-
-
-def check_eraser(scope: NamespaceScope) -> None:
-    if not scope.admin:
-        raise NamespaceForbidden("erasing from the recall log needs an admin scope")
-
-
-def named_namespaces(entry: RecallLogEntry) -> set[str]:
-    """The namespaces an entry's arguments asked: `namespaces` when it is a list, and `namespace`."""
-    named: set[str] = set()
-    listed = entry.arguments.get("namespaces")
-    if isinstance(listed, list):
-        named.update(n for n in listed if isinstance(n, str))
-    single = entry.arguments.get("namespace")
-    if isinstance(single, str):
-        named.add(single)
-    return named
-
-
-def erasable(
-    entry: RecallLogEntry, namespaces: Collection[str], subjects: Collection[str], memory_ids: Collection[str]
-) -> bool:
-    """Whether `erase` removes the entry: asked by one of `subjects`, named one of `namespaces` in its arguments,
-    or has a hit in one of `namespaces` or with an id of `memory_ids`."""
-    if entry.subject in subjects:
-        return True
-    if namespaces and not named_namespaces(entry).isdisjoint(namespaces):
-        return True
-    return any(hit.namespace in namespaces or hit.id in memory_ids for hit in entry.hits)
-
-
-def matches(entry: RecallLogEntry, session_id: str | None, subject: str | None) -> bool:
-    return (session_id is None or entry.session_id == session_id) and (subject is None or entry.subject == subject)
 
 
 def encode_entry(entry: RecallLogEntry) -> str:

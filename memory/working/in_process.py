@@ -15,9 +15,8 @@ from typing import Any
 import anyio
 
 from memory.clock import Clock
-from memory.errors import NamespaceForbidden
 from memory.models import Turn, WorkingMemory
-from memory.scope import NamespaceScope, validate_namespace
+from memory.working.base import SessionKey, WorkingMemoryBase
 
 
 @dataclass
@@ -41,20 +40,16 @@ def merge_state(current: dict[str, Any], update: dict[str, Any]) -> dict[str, An
     return merged
 
 
-class InProcessWorkingMemory:
+class InProcessWorkingMemory(WorkingMemoryBase):
+    """`WorkingMemoryStore` in a dict of one process; see the module docstring."""
+
     def __init__(self, clock: Clock, max_sessions: int = 100_000) -> None:
-        self._clock = clock
-        self._sessions: dict[tuple[str, str, str], _Session] = {}
+        super().__init__(clock)
+        self._sessions: dict[SessionKey, _Session] = {}
         self._lock = anyio.Lock()
         self._max_sessions = max_sessions
 
-    def _key(self, scope: NamespaceScope, namespace: str, session_id: str, write: bool) -> tuple[str, str, str]:
-        allowed = scope.can_write(namespace) if write else scope.can_read(namespace)
-        if not allowed:
-            raise NamespaceForbidden(f"namespace not {'writable' if write else 'readable'} with this token")
-        return (scope.tenant, namespace, session_id)
-
-    def _live(self, key: tuple[str, str, str]) -> _Session | None:
+    def _live(self, key: SessionKey) -> _Session | None:
         session = self._sessions.get(key)
         if session is None:
             return None
@@ -63,17 +58,17 @@ class InProcessWorkingMemory:
             return None
         return session
 
-    def _view(self, key: tuple[str, str, str], session: _Session) -> WorkingMemory:
+    def _view(self, key: SessionKey, session: _Session) -> WorkingMemory:
         assert session.expires_at is not None
         return WorkingMemory(
-            session_id=key[2],
-            namespace=key[1],
+            session_id=key.session_id,
+            namespace=key.namespace,
             state=copy.deepcopy(session.state),
             turns=list(session.turns),
             expires_at=session.expires_at,
         )
 
-    def _session_for_write(self, key: tuple[str, str, str]) -> _Session:
+    def _session_for_write(self, key: SessionKey) -> _Session:
         session = self._live(key)
         if session is None:
             if len(self._sessions) >= self._max_sessions:
@@ -86,24 +81,14 @@ class InProcessWorkingMemory:
         for key in [k for k, s in self._sessions.items() if s.expires_at is not None and s.expires_at <= now]:
             del self._sessions[key]
 
-    async def get(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
-        key = self._key(scope, namespace, session_id, write=False)
+    async def _get(self, key: SessionKey) -> WorkingMemory | None:
         async with self._lock:
             session = self._live(key)
             return None if session is None else self._view(key, session)
 
-    async def append_turn(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        session_id: str,
-        turn: Turn,
-        window: int,
-        ttl_seconds: int,
-        *,
-        subject: str | None = None,
+    async def _append_turn(
+        self, key: SessionKey, turn: Turn, window: int, ttl_seconds: int, subject: str | None
     ) -> tuple[WorkingMemory, list[Turn]]:
-        key = self._key(scope, namespace, session_id, write=True)
         async with self._lock:
             session = self._session_for_write(key)
             session.turns.append(turn)
@@ -114,18 +99,9 @@ class InProcessWorkingMemory:
             session.expires_at = self._clock.now() + timedelta(seconds=ttl_seconds)
             return self._view(key, session), evicted
 
-    async def update_state(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        session_id: str,
-        state: dict[str, Any],
-        merge: bool,
-        ttl_seconds: int,
-        *,
-        subject: str | None = None,
+    async def _update_state(
+        self, key: SessionKey, state: dict[str, Any], merge: bool, ttl_seconds: int, subject: str | None
     ) -> WorkingMemory:
-        key = self._key(scope, namespace, session_id, write=True)
         async with self._lock:
             session = self._session_for_write(key)
             session.state = merge_state(session.state, state) if merge else copy.deepcopy(state)
@@ -134,8 +110,7 @@ class InProcessWorkingMemory:
             session.expires_at = self._clock.now() + timedelta(seconds=ttl_seconds)
             return self._view(key, session)
 
-    async def take(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
-        key = self._key(scope, namespace, session_id, write=True)
+    async def _take(self, key: SessionKey) -> WorkingMemory | None:
         async with self._lock:
             session = self._live(key)
             if session is None:
@@ -143,15 +118,10 @@ class InProcessWorkingMemory:
             del self._sessions[key]
             return self._view(key, session)
 
-    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
-        """Remove every session of one namespace of the admin scope's tenant; returns how many live ones there
-        were (an expired session, already gone for every read, is dropped without being counted)."""
-        if not scope.admin:
-            raise NamespaceForbidden("purging a namespace needs an admin scope")
-        validate_namespace(namespace)
+    async def _purge(self, tenant: str, namespace: str) -> int:
         async with self._lock:
             now = self._clock.now()
-            doomed = [key for key in self._sessions if key[0] == scope.tenant and key[1] == namespace]
+            doomed = [key for key in self._sessions if key.tenant == tenant and key.namespace == namespace]
             removed = 0
             for key in doomed:
                 session = self._sessions.pop(key)
@@ -159,17 +129,13 @@ class InProcessWorkingMemory:
                     removed += 1
             return removed
 
-    async def sessions_written_by(self, scope: NamespaceScope, subject: str) -> list[tuple[str, str]]:
-        """The (namespace, session id) of every live session of the admin scope's tenant that `subject` wrote
-        into, sorted."""
-        if not scope.admin:
-            raise NamespaceForbidden("listing the sessions a subject wrote needs an admin scope")
+    async def _sessions_written_by(self, tenant: str, subject: str) -> list[tuple[str, str]]:
         async with self._lock:
             now = self._clock.now()
             return sorted(
-                (key[1], key[2])
+                (key.namespace, key.session_id)
                 for key, session in self._sessions.items()
-                if key[0] == scope.tenant
+                if key.tenant == tenant
                 and subject in session.writers
                 and (session.expires_at is None or session.expires_at > now)
             )

@@ -36,10 +36,10 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
 from memory.clock import Clock
-from memory.errors import BackendUnavailable, InvalidArgument, NamespaceForbidden
+from memory.errors import BackendUnavailable, InvalidArgument
 from memory.models import Turn, WorkingMemory
 from memory.redis_errors import redis_errors
-from memory.scope import NamespaceScope, validate_namespace
+from memory.working.base import SessionKey, WorkingMemoryBase
 from memory.working.in_process import merge_state
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -136,91 +136,76 @@ def _fields(raw: Any) -> dict[str, str]:
     return {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items), 2)}
 
 
-class RedisWorkingMemory:
+def _prefix(tenant: str) -> str:
+    """The start of every working memory key of the tenant (the '}' ends the tenant: no other tenant's key has it)."""
+    return f"hs:{{{tenant}}}:wm:"
+
+
+def _redis_key(key: SessionKey) -> str:
+    return f"{_prefix(key.tenant)}{key.namespace}:{quote(key.session_id, safe='')}"
+
+
+class RedisWorkingMemory(WorkingMemoryBase):
     """`WorkingMemoryStore` on Redis; same semantics as `InProcessWorkingMemory`, safe across replicas."""
 
     def __init__(self, client: redis.asyncio.Redis | RedisCluster, clock: Clock) -> None:
+        super().__init__(clock)
         self._client = client
-        self._clock = clock
-        self._append = client.register_script(_APPEND)
-        self._set_state = client.register_script(_SET_STATE)
-        self._purge = client.register_script(_PURGE)
+        self._lua_append = client.register_script(_APPEND)
+        self._lua_set_state = client.register_script(_SET_STATE)
+        self._lua_purge = client.register_script(_PURGE)
 
-    def _key(self, scope: NamespaceScope, namespace: str, session_id: str, write: bool) -> str:
-        allowed = scope.can_write(namespace) if write else scope.can_read(namespace)
-        if not allowed:
-            raise NamespaceForbidden(f"namespace not {'writable' if write else 'readable'} with this token")
-        validate_namespace(namespace)
-        return f"hs:{{{scope.tenant}}}:wm:{namespace}:{quote(session_id, safe='')}"
-
-    def _view(self, namespace: str, session_id: str, fields: dict[str, str]) -> WorkingMemory:
+    def _view(self, key: SessionKey, fields: dict[str, str]) -> WorkingMemory:
         head, tail = int(fields.get("head", "0")), int(fields.get("tail", "0"))
         return WorkingMemory(
-            session_id=session_id,
-            namespace=namespace,
+            session_id=key.session_id,
+            namespace=key.namespace,
             state=json.loads(fields["state"]) if "state" in fields else {},
             turns=[_decode_turn(fields[f"t:{n}"]) for n in range(head, tail)],
             expires_at=_EPOCH + int(fields["exp"]) * _MICROSECOND,
         )
 
-    async def get(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
-        key = self._key(scope, namespace, session_id, write=False)
-        with redis_errors("working memory"):
-            raw = await self._client.hgetall(key)
+    def _live_view(self, key: SessionKey, raw: Any) -> WorkingMemory | None:
+        """The session HGETALL read, None unless it is live on the injected clock."""
         fields = _fields(raw)
         if "exp" not in fields or int(fields["exp"]) <= _micros(self._clock.now()):
             return None
-        return self._view(namespace, session_id, fields)
+        return self._view(key, fields)
 
-    async def take(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
-        key = self._key(scope, namespace, session_id, write=True)
+    async def _get(self, key: SessionKey) -> WorkingMemory | None:
+        with redis_errors("working memory"):
+            raw = await self._client.hgetall(_redis_key(key))
+        return self._live_view(key, raw)
+
+    async def _take(self, key: SessionKey) -> WorkingMemory | None:
+        name = _redis_key(key)
         with redis_errors("working memory"):
             async with self._client.pipeline(transaction=True) as pipe:  # one key: atomic on a cluster too
-                pipe.hgetall(key)
-                pipe.delete(key)
+                pipe.hgetall(name)
+                pipe.delete(name)
                 raw, _ = await pipe.execute()
-        fields = _fields(raw)
-        if "exp" not in fields or int(fields["exp"]) <= _micros(self._clock.now()):
-            return None
-        return self._view(namespace, session_id, fields)
+        return self._live_view(key, raw)
 
-    async def append_turn(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        session_id: str,
-        turn: Turn,
-        window: int,
-        ttl_seconds: int,
-        *,
-        subject: str | None = None,
+    async def _append_turn(
+        self, key: SessionKey, turn: Turn, window: int, ttl_seconds: int, subject: str | None
     ) -> tuple[WorkingMemory, list[Turn]]:
-        key = self._key(scope, namespace, session_id, write=True)
         now = self._clock.now()
         expires_at = now + timedelta(seconds=ttl_seconds)
         args: list[str | int] = [_micros(now), _micros(expires_at), _ttl_ms(ttl_seconds), window, _encode_turn(turn)]
         if subject is not None:
             args.append(subject)
         with redis_errors("working memory"):
-            evicted, session = await self._append(keys=[key], args=args)
-        return self._view(namespace, session_id, _fields(session)), [_decode_turn(t) for t in evicted]
+            evicted, session = await self._lua_append(keys=[_redis_key(key)], args=args)
+        return self._view(key, _fields(session)), [_decode_turn(t) for t in evicted]
 
-    async def update_state(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        session_id: str,
-        state: dict[str, Any],
-        merge: bool,
-        ttl_seconds: int,
-        *,
-        subject: str | None = None,
+    async def _update_state(
+        self, key: SessionKey, state: dict[str, Any], merge: bool, ttl_seconds: int, subject: str | None
     ) -> WorkingMemory:
-        key = self._key(scope, namespace, session_id, write=True)
+        name = _redis_key(key)
         for _ in range(_MAX_STATE_ATTEMPTS):
             now = self._clock.now()
             with redis_errors("working memory"):
-                current = await self._client.hmget(key, ["exp", "sv", "state"])
+                current = await self._client.hmget(name, ["exp", "sv", "state"])
             exp, version, stored = (None if v is None else _text(v) for v in current)
             live = exp is not None and int(exp) > _micros(now)
             base: dict[str, Any] = json.loads(stored) if live and stored is not None else {}
@@ -242,18 +227,15 @@ class RedisWorkingMemory:
             if subject is not None:
                 args.append(subject)
             with redis_errors("working memory"):
-                session = await self._set_state(keys=[key], args=args)
+                session = await self._lua_set_state(keys=[name], args=args)
             if session is not None:
-                return self._view(namespace, session_id, _fields(session))
+                return self._view(key, _fields(session))
         raise BackendUnavailable("working memory (redis): too many concurrent updates of one session")
 
-    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
-        """Remove every session of one namespace of the admin scope's tenant; returns how many live ones there
-        were (an expired session whose key Redis has not yet dropped is deleted without being counted). A
-        session written while the purge runs may survive it."""
-        if not scope.admin:
-            raise NamespaceForbidden("purging a namespace needs an admin scope")
-        prefix = f"hs:{{{scope.tenant}}}:wm:{validate_namespace(namespace)}:"
+    async def _purge(self, tenant: str, namespace: str) -> int:
+        """An expired session whose key Redis has not yet dropped is deleted without being counted; a session
+        written while the purge runs may survive it."""
+        prefix = f"{_prefix(tenant)}{namespace}:"
         pattern = _glob_escaped(prefix) + "*"
         removed = 0
         batch: list[bytes | str] = []
@@ -273,15 +255,12 @@ class RedisWorkingMemory:
         return removed
 
     async def _drop(self, keys: list[bytes | str]) -> int:
-        live = await self._purge(keys=keys, args=[_micros(self._clock.now())])
+        live = await self._lua_purge(keys=keys, args=[_micros(self._clock.now())])
         return int(live)
 
-    async def sessions_written_by(self, scope: NamespaceScope, subject: str) -> list[tuple[str, str]]:
-        """The (namespace, session id) of every live session of the admin scope's tenant that `subject` wrote
-        into, sorted. A session written while the scan runs may be missed."""
-        if not scope.admin:
-            raise NamespaceForbidden("listing the sessions a subject wrote needs an admin scope")
-        prefix = f"hs:{{{scope.tenant}}}:wm:"  # the '}' ends the tenant: another tenant's keys never match
+    async def _sessions_written_by(self, tenant: str, subject: str) -> list[tuple[str, str]]:
+        """A session written while the scan runs may be missed."""
+        prefix = _prefix(tenant)
         pattern = _glob_escaped(prefix) + "*"
         found: set[tuple[str, str]] = set()  # SCAN may return a key more than once
         batch: list[str] = []
