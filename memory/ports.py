@@ -220,7 +220,8 @@ class Embedder(Protocol):
 
 
 class WorkingMemoryStore(Protocol):
-    """Per-session state and the window of recent turns, with a TTL."""
+    """Per-session state and the window of recent turns, with a TTL. Both implementations are built on
+    `memory.working.base.WorkingMemoryBase`, which checks every call once (namespace grants, admin scopes)."""
 
     async def get(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None: ...
 
@@ -263,7 +264,8 @@ class WorkingMemoryStore(Protocol):
 
     async def purge(self, scope: NamespaceScope, namespace: str) -> int:
         """Remove every session of one namespace of the admin scope's tenant (admin scopes only), its state and
-        turns; returns how many sessions were removed."""
+        turns; returns how many live sessions were removed (an expired one, already gone for every read, is
+        dropped without being counted)."""
         ...
 
     async def take(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:

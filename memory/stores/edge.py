@@ -6,7 +6,9 @@ and reads of many pages run in worker threads; a recall's searches and reads by 
 thread (the engine holds the GIL throughout a call either way: `memory.stores.edge_search`). Writes are serialised
 in-process so read-modify-write updates (access counts) do not race. `maintain()` builds indexes off the request
 path, and the keyword statistics (`memory.stores.keyword_stats`) that every write then keeps in the same worker job
-as its engine write.
+as its engine write. The reads, checks and filters shared with the server store are `memory.stores.engine_store`
+and `memory.stores.filters`; this module is the engine's side of their port for lifecycle, writes and reads
+(`memory.stores.edge_search` for searches).
 """
 
 from __future__ import annotations
@@ -17,40 +19,25 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import anyio.to_thread
 import qdrant_edge as qe
 
-from memory.errors import BackendUnavailable, NamespaceForbidden
-from memory.models import EXTRACTED, Memory, MemoryKind
-from memory.ports import ListQuery, UpsertItem
+from memory.errors import BackendUnavailable
+from memory.models import Memory
+from memory.ports import UpsertItem
 from memory.scope import NamespaceScope
-from memory.stores.common import (
-    DENSE,
-    FACET_LIMIT,
-    SPARSE,
-    check_writable,
-    unpack,
-    visible_namespaces,
-)
-from memory.stores.edge_filters import match_any, match_value, scope_conditions
+from memory.stores.common import DENSE, SPARSE, check_writable, unpack
+from memory.stores.edge_filters import FILTERS
 from memory.stores.edge_namespaces import KnownNamespaces
 from memory.stores.edge_search import EdgeSearches
 from memory.stores.edge_shard import open_shard
+from memory.stores.engine_store import access_groups
 from memory.stores.keyword_stats import KeywordStats
-from memory.stores.payload import (
-    STATUS_ACTIVE,
-    TENANT_FIELD,
-    decode,
-    decode_all,
-    to_payload,
-)
+from memory.stores.payload import TENANT_FIELD, decode_all, to_payload
 from memory.stores.point_cache import PointCache
-
-HASH_PAGE = 256  # memories read per engine call by `find_by_hashes`
-T = TypeVar("T")
 
 
 class EdgeVectorStore(EdgeSearches):
@@ -63,8 +50,7 @@ class EdgeVectorStore(EdgeSearches):
         self._dirty = False
         # every tenant with a point in the shard (a superset: purges do not shrink it). While it is one tenant,
         # that tenant's term statistics are the shard's, which the engine keeps without filtering (`_idf`).
-        tenants = shard.facet(qe.FacetRequest(TENANT_FIELD, limit=FACET_LIMIT, exact=True))
-        self._tenants = {str(hit.value) for hit in tenants.hits}
+        self._tenants = {value for value, _ in self._facet_hits(TENANT_FIELD, None)}
         self._namespaces = KnownNamespaces()  # each tenant's namespaces: a search naming all needs no condition
         # the keyword statistics of each namespace and tenant: built by `maintain`, kept by each write (`_keeping`)
         self._stats = KeywordStats()
@@ -122,7 +108,7 @@ class EdgeVectorStore(EdgeSearches):
         if not points:
             return
         # An id that already exists outside the caller's writable namespaces is left untouched.
-        operation = qe.UpdateOperation.upsert_points(points, condition=self._writable_filter(scope))
+        operation = qe.UpdateOperation.upsert_points(points, condition=FILTERS.writable(scope))
         # both before the write: no search may see its points with the old statistics, or without its namespace
         self._tenants.add(scope.tenant)
         self._namespaces.add(scope.tenant, namespaces)
@@ -134,16 +120,10 @@ class EdgeVectorStore(EdgeSearches):
             )
             self._dirty = True
 
-    def _writable_filter(self, scope: NamespaceScope, *extra: Any) -> qe.Filter:
-        conditions: list[Any] = [match_value(TENANT_FIELD, scope.tenant)]
-        if not scope.admin:
-            conditions.append(match_any("namespace", scope.writable))
-        return qe.Filter(must=[*conditions, *extra])
-
     async def update(self, scope: NamespaceScope, memory: Memory) -> None:
         check_writable(scope, memory)
         payload = to_payload(memory)
-        target = self._writable_filter(scope, qe.HasIdCondition({memory.id}))
+        target = FILTERS.writable(scope, FILTERS.has_id([memory.id]))
         operations = [qe.UpdateOperation.overwrite_payload_by_filter(target, payload)]
         self._namespaces.add(scope.tenant, (memory.namespace,))  # it may move the memory to another namespace
         if memory.is_archived:  # out of the dense index; its payload first, so default recall never meets it
@@ -158,55 +138,6 @@ class EdgeVectorStore(EdgeSearches):
         async with self._write_lock:
             await self._run(self._keeping(write, lambda: self._stats.observe(self._shard, [memory.id]), [memory.id]))
             self._dirty = self._dirty or memory.is_archived
-
-    async def copies_of(self, scope: NamespaceScope, origin_id: str) -> list[Memory]:
-        writable = () if scope.admin else scope.writable
-        if not writable and not scope.admin:
-            return []
-        flt = qe.Filter(must=[*scope_conditions(scope, writable), match_value("origin_id", origin_id)])
-        records, _ = await self._run(
-            lambda: self._shard.scroll(qe.ScrollRequest(limit=1000, filter=flt, with_payload=True))
-        )
-        return decode_all(records)
-
-    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
-        if not scope.admin:
-            raise NamespaceForbidden("purging a namespace needs an admin scope")
-        flt = qe.Filter(must=scope_conditions(scope, (namespace,)))
-        async with self._write_lock:
-            count = await self._run(lambda: self._shard.count(qe.CountRequest(filter=flt, exact=True)))
-            delete = qe.UpdateOperation.delete_points_by_filter(flt)
-            await self._run(
-                self._keeping(
-                    lambda: self._shard.update(delete), lambda: self._stats.purge(scope.tenant, namespace), None
-                )
-            )
-            self._dirty = True
-        return int(count)
-
-    async def delete(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> int:
-        if not scope.admin:
-            raise NamespaceForbidden("deleting memories needs an admin scope")
-        if not memory_ids:
-            return 0
-        ids: set[Any] = set(memory_ids)
-        # the tenant condition: a point of another tenant with one of the ids is left alone
-        flt = qe.Filter(must=[*scope_conditions(scope, ()), qe.HasIdCondition(ids)])
-        request = qe.ScrollRequest(limit=len(ids), filter=flt, with_payload=False)
-        async with self._write_lock:
-            records, _ = await self._run(lambda: self._shard.scroll(request))
-            found = [record.id for record in records]
-            if not found:
-                return 0
-            delete = qe.UpdateOperation.delete_points_by_filter(flt)
-            # read back: each deleted id then counts for nothing, taking back exactly what it added
-            await self._run(
-                self._keeping(
-                    lambda: self._shard.update(delete), lambda: self._stats.observe(self._shard, found), found
-                )
-            )
-            self._dirty = True
-        return len(found)
 
     def _keeping(
         self, write: Callable[[], object], record: Callable[[], object], ids: Sequence[object] | None
@@ -231,20 +162,71 @@ class EdgeVectorStore(EdgeSearches):
 
         return job
 
-    async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:
-        if not memory_ids:
-            return
-        flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition(set(memory_ids))])
-        request = qe.ScrollRequest(limit=len(memory_ids), filter=flt, with_payload=["access_count"])
+    # -- the engine's port (`EngineStore`) ----------------------------------------------------------------------
+    async def _scroll(
+        self, flt: qe.Filter, limit: int, offset: str | None = None, *, newest_first: bool = False, by_id: bool = False
+    ) -> tuple[builtins.list[Memory], str | None]:
+        """A read by id of few points runs on the calling thread (`edge_search`)."""
+        order = qe.OrderBy("created_at", direction=qe.Direction.Desc) if newest_first else None
+        request = qe.ScrollRequest(offset=offset, limit=limit, filter=flt, with_payload=True, order_by=order)
+        records, next_offset = await self._run(lambda: self._shard.scroll(request), limit if by_id else None)
+        return decode_all(records), (str(next_offset) if next_offset is not None else None)
+
+    async def _scroll_all(self, flt: qe.Filter, page: int) -> builtins.list[Memory]:
+        def every_page() -> list[Any]:  # one worker-thread hop for all pages
+            records: list[Any] = []
+            offset: Any = None
+            while True:
+                request = qe.ScrollRequest(offset=offset, limit=page, filter=flt, with_payload=True)
+                more, offset = self._shard.scroll(request)
+                records += more
+                if offset is None:
+                    return records
+
+        return decode_all(await self._run(every_page))
+
+    async def _count(self, flt: qe.Filter) -> int:
+        return int(await self._run(lambda: self._shard.count(qe.CountRequest(filter=flt, exact=True))))
+
+    async def _facet(self, key: str, flt: qe.Filter | None) -> builtins.list[tuple[str, int]]:
+        return await self._run(lambda: self._facet_hits(key, flt))
+
+    async def _purge_where(self, tenant: str, namespace: str, flt: qe.Filter) -> int:
+        delete = qe.UpdateOperation.delete_points_by_filter(flt)
+        async with self._write_lock:
+            count = await self._count(flt)
+            purged = self._keeping(
+                lambda: self._shard.update(delete), lambda: self._stats.purge(tenant, namespace), None
+            )
+            await self._run(purged)
+            self._dirty = True
+        return count
+
+    async def _delete_where(self, flt: qe.Filter, limit: int) -> int:
+        request = qe.ScrollRequest(limit=limit, filter=flt, with_payload=False)
+        async with self._write_lock:
+            records, _ = await self._run(lambda: self._shard.scroll(request))
+            found = [record.id for record in records]
+            if not found:
+                return 0
+            delete = qe.UpdateOperation.delete_points_by_filter(flt)
+            # read back: each deleted id then counts for nothing, taking back exactly what it added
+            await self._run(
+                self._keeping(
+                    lambda: self._shard.update(delete), lambda: self._stats.observe(self._shard, found), found
+                )
+            )
+            self._dirty = True
+        return len(found)
+
+    async def _bump_access(self, tenant: str, flt: qe.Filter, limit: int, at: datetime) -> None:
+        request = qe.ScrollRequest(limit=limit, filter=flt, with_payload=["access_count"])
 
         def bump() -> None:  # one worker-thread hop for the read and every write
             records, _ = self._shard.scroll(request)
-            by_count: dict[int, list[Any]] = {}  # one engine update per new count, not per memory
-            for record in records:
-                by_count.setdefault(int((record.payload or {}).get("access_count") or 0) + 1, []).append(record.id)
             self._cache.begin_write()
             try:
-                for count, ids in by_count.items():
+                for count, ids in access_groups(records).items():  # one engine update per new count
                     patch = {"access_count": count, "last_accessed_at": at.timestamp()}
                     self._shard.update(qe.UpdateOperation.set_payload(ids, patch))
             finally:  # every record read, written or not: the engine may have applied part of it
@@ -252,108 +234,6 @@ class EdgeVectorStore(EdgeSearches):
 
         async with self._write_lock:
             await self._run(bump)
-
-    # -- reads -----------------------------------------------------------------------------------------------
-    async def get(self, scope: NamespaceScope, memory_id: str) -> Memory | None:
-        flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition({memory_id})])
-        records, _ = await self._run(
-            lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True)), points=1
-        )
-        return decode(records[0].id, records[0].payload) if records else None
-
-    async def get_many(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> builtins.list[Memory]:
-        if not memory_ids:
-            return []
-        ids: set[Any] = set(memory_ids)
-        flt = qe.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), qe.HasIdCondition(ids)])
-        records, _ = await self._run(
-            lambda: self._shard.scroll(qe.ScrollRequest(limit=len(ids), filter=flt, with_payload=True)), len(ids)
-        )
-        return decode_all(records)
-
-    async def find_by_hash(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        content_hash: str,
-        *,
-        live_only: bool = True,
-        now: datetime | None = None,
-    ) -> Memory | None:
-        must = [*scope_conditions(scope, (namespace,)), match_value("content_hash", content_hash)]
-        if live_only:
-            must.append(match_value("status", STATUS_ACTIVE))
-        must_not: list[Any] = []
-        if now is not None:
-            must_not.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=now.timestamp())))
-        flt = qe.Filter(must=must, must_not=must_not)
-        records, _ = await self._run(
-            lambda: self._shard.scroll(qe.ScrollRequest(limit=1, filter=flt, with_payload=True))
-        )
-        return decode(records[0].id, records[0].payload) if records else None
-
-    async def find_by_hashes(
-        self, scope: NamespaceScope, namespace: str, content_hashes: Sequence[str], *, now: datetime | None = None
-    ) -> builtins.list[Memory]:
-        if not content_hashes:
-            return []
-        must = [*scope_conditions(scope, (namespace,)), match_any("content_hash", sorted(set(content_hashes)))]
-        must_not: list[Any] = []
-        if now is not None:
-            must_not.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(lte=now.timestamp())))
-        flt = qe.Filter(must=must, must_not=must_not)
-
-        def every_page() -> list[Any]:  # one worker-thread hop for all pages (forced repeats share a hash)
-            records: list[Any] = []
-            offset: Any = None
-            while True:
-                page = qe.ScrollRequest(offset=offset, limit=HASH_PAGE, filter=flt, with_payload=True)
-                more, offset = self._shard.scroll(page)
-                records += more
-                if offset is None:
-                    return records
-
-        return decode_all(await self._run(every_page))
-
-    async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
-        flt = qe.Filter(
-            must=[*scope_conditions(scope, (namespace,)), match_value("session_id", session_id)],
-            must_not=[match_value("source.tool", EXTRACTED)],  # a fact extracted from events is not a turn to follow
-        )
-        newest_first = qe.OrderBy("created_at", direction=qe.Direction.Desc)
-        request = qe.ScrollRequest(limit=1, filter=flt, with_payload=True, order_by=newest_first)
-        records, _ = await self._run(lambda: self._shard.scroll(request))
-        return decode(records[0].id, records[0].payload) if records else None
-
-    async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[list[Memory], str | None]:
-        must: list[Any] = scope_conditions(scope, query.namespaces)
-        if query.kind is not None:
-            must.append(match_value("kind", query.kind.value))
-        if not query.include_deleted:
-            must.append(match_value("status", STATUS_ACTIVE))
-        request = qe.ScrollRequest(
-            offset=query.after, limit=query.limit, filter=qe.Filter(must=must), with_payload=True
-        )
-        records, next_offset = await self._run(lambda: self._shard.scroll(request))
-        memories = decode_all(records)
-        return memories, (str(next_offset) if next_offset is not None else None)
-
-    async def count(self, scope: NamespaceScope, namespaces: tuple[str, ...]) -> int:
-        flt = qe.Filter(must=scope_conditions(scope, namespaces))
-        return int(await self._run(lambda: self._shard.count(qe.CountRequest(filter=flt, exact=True))))
-
-    async def namespace_counts(self, scope: NamespaceScope, kind: MemoryKind | None = None) -> dict[str, int]:
-        must = [*scope_conditions(scope, ()), match_value("status", STATUS_ACTIVE)]
-        if kind is not None:
-            must.append(match_value("kind", kind.value))
-        request = qe.FacetRequest("namespace", limit=FACET_LIMIT, exact=True, filter=qe.Filter(must=must))
-        response = await self._run(lambda: self._shard.facet(request))
-        return {str(hit.value): int(hit.count) for hit in response.hits}
-
-    async def tenants(self) -> builtins.list[str]:
-        request = qe.FacetRequest(TENANT_FIELD, limit=FACET_LIMIT, exact=True)
-        response = await self._run(lambda: self._shard.facet(request))
-        return sorted(str(hit.value) for hit in response.hits)
 
     # -- operations ------------------------------------------------------------------------------------------
     async def ping(self) -> None:

@@ -1,8 +1,8 @@
 """The searches of `EdgeVectorStore` (`EdgeSearches`, its base: the store holds the shard; an engine call runs
-through `_run`, in a worker thread or, when it reads few points, on the calling thread): by meaning (`search`,
-`search_many`) and by keywords (BM25 with its IDF over the searched namespaces), each one engine job with its
-decoding, and without the namespace condition when it selects nothing the tenant condition does not
-(`memory.stores.edge_namespaces`).
+through `_run`, in a worker thread or, when it reads few points, on the calling thread), the engine's side of the
+search port of `memory.stores.engine_store`: by meaning (`_nearest`, `search_many`) and by keywords (`_by_keywords`,
+BM25 with its IDF over the searched namespaces), each one engine job with its decoding, and without the namespace
+condition when it selects nothing the tenant condition does not (`memory.stores.edge_namespaces`).
 
 A recall's searches and reads by id of up to `INLINE_POINTS` points run on the calling thread. The engine
 holds the GIL for the whole of a call (two threads querying one shard use 1.0 core of 2), so a worker thread frees
@@ -38,19 +38,17 @@ from memory.scope import NamespaceScope
 from memory.stores.common import (
     DENSE,
     FACET_LIMIT,
-    IDF_LEAVES_OUT,
     IDF_NAMESPACE_LIMIT,
     SPARSE,
     DenseVector,
-    idf_corpus,
     keyword_only_hits,
-    prefetch_limit,
     terms_of,
 )
-from memory.stores.edge_filters import match_value, scope_conditions, search_filter
+from memory.stores.edge_filters import FILTERS, scope_conditions
 from memory.stores.edge_namespaces import KnownNamespaces
+from memory.stores.engine_store import EngineStore, KeywordSearch
 from memory.stores.keyword_stats import EMPTY_CORPUS, KeywordStats, corpus_namespaces
-from memory.stores.payload import decode, recallable_statuses
+from memory.stores.payload import decode
 from memory.stores.point_cache import Point, PointCache, as_dense, recallable
 
 T = TypeVar("T")
@@ -61,7 +59,8 @@ INLINE_POINTS = 80
 Conditions = Mapping[tuple[str, ...], list[Any]]
 
 
-class EdgeSearches:
+class EdgeSearches(EngineStore[qe.Filter]):
+    _filters = FILTERS
     _shard: Any
     _tenants: set[str]  # every tenant with a point in the shard (a superset)
     _namespaces: KnownNamespaces
@@ -96,7 +95,7 @@ class EdgeSearches:
             for query in queries:
                 key = (query.namespaces, query.flt)
                 if (query_filter := filters.get(key)) is None:
-                    query_filter = filters[key] = search_filter(conditions[query.namespaces], query.flt)
+                    query_filter = filters[key] = FILTERS.recall(conditions[query.namespaces], query.flt)
                 nearest = qe.Query.Nearest(list(query.vector), using=DENSE)
                 requests.append(
                     qe.QueryRequest(
@@ -123,94 +122,67 @@ class EdgeSearches:
 
         return await self._run(query_and_decode, sum(query.limit for query in queries))
 
-    async def search(
-        self,
-        scope: NamespaceScope,
-        namespaces: tuple[str, ...],
-        vector: Sequence[float],
-        limit: int,
-        flt: RecallFilter,
-        sparse: SparseVector | None = None,
-        *,
-        known: Mapping[str, ScoredMemory] | None = None,
+    async def _nearest(
+        self, scope: NamespaceScope, namespaces: tuple[str, ...], vector: Sequence[float], limit: int, flt: RecallFilter
     ) -> list[ScoredMemory]:
         in_scope = {namespaces: scope_conditions(scope, namespaces)}
-        if sparse is None or not sparse.indices:
-            dense = qe.Query.Nearest(list(vector), using=DENSE)
+        dense = qe.Query.Nearest(list(vector), using=DENSE)
 
-            cached = self._cache.enabled
+        cached = self._cache.enabled
 
-            def query_and_decode() -> list[ScoredMemory]:  # one engine job with its decoding
-                snapshot = self._cache.snapshot()  # before the engine reads (`point_cache`)
-                ids_only = cached and self._cache.warm  # the payloads of the few points the cache lacks read by id
+        def query_and_decode() -> list[ScoredMemory]:  # one engine job with its decoding
+            snapshot = self._cache.snapshot()  # before the engine reads (`point_cache`)
+            ids_only = cached and self._cache.warm  # the payloads of the few points the cache lacks read by id
 
-                def query(conditions: Conditions) -> list[Any]:
-                    request = qe.QueryRequest(
-                        limit=limit,
-                        query=dense,
-                        filter=search_filter(conditions[namespaces], flt),
-                        with_payload=not ids_only,
-                        with_vector=False if ids_only else [SPARSE],
-                    )
-                    points: list[Any] = self._shard.query(request)
-                    return points
+            def query(conditions: Conditions) -> list[Any]:
+                request = qe.QueryRequest(
+                    limit=limit,
+                    query=dense,
+                    filter=FILTERS.recall(conditions[namespaces], flt),
+                    with_payload=not ids_only,
+                    with_vector=False if ids_only else [SPARSE],
+                )
+                points: list[Any] = self._shard.query(request)
+                return points
 
-                points = self._scoped(scope.tenant, in_scope, query)
-                if not cached:
-                    return [
-                        ScoredMemory(m, float(p.score), terms=terms_of(p.vector))
-                        for p in points
-                        if (m := decode(p.id, p.payload))
-                    ]
-                found = [(str(p.id), float(p.score), p) for p in points]
-                held, missing = self._cache.lookup(snapshot, [point_id for point_id, _, _ in found])
-                if missing and not ids_only and not self._cache.filling():  # decoded as without a cache
-                    hits = []
-                    for point_id, score, p in found:
-                        if point := held.get(point_id):
-                            hits.append(ScoredMemory(point.memory, score, terms=point.terms))
-                        elif m := decode(point_id, p.payload):
-                            hits.append(ScoredMemory(m, score, terms=terms_of(p.vector)))
-                    return hits
-                if missing:
-                    if ids_only:
-                        read = self._read_points(missing)
-                        self._cache.put(snapshot, read)
-                        held.update(recallable(read, scope.tenant, flt))
-                    else:
-                        wanted = set(missing)
-                        read = [
-                            (point_id, Point(m, terms_of(p.vector)))
-                            for point_id, _, p in found
-                            if point_id in wanted and (m := decode(point_id, p.payload))
-                        ]
-                        self._cache.put(snapshot, read)
-                        held.update(read)
+            points = self._scoped(scope.tenant, in_scope, query)
+            if not cached:
                 return [
-                    ScoredMemory(point.memory, score, terms=point.terms)
-                    for point_id, score, _ in found
-                    if (point := held.get(point_id))
+                    ScoredMemory(m, float(p.score), terms=terms_of(p.vector))
+                    for p in points
+                    if (m := decode(p.id, p.payload))
                 ]
+            found = [(str(p.id), float(p.score), p) for p in points]
+            held, missing = self._cache.lookup(snapshot, [point_id for point_id, _, _ in found])
+            if missing and not ids_only and not self._cache.filling():  # decoded as without a cache
+                hits = []
+                for point_id, score, p in found:
+                    if point := held.get(point_id):
+                        hits.append(ScoredMemory(point.memory, score, terms=point.terms))
+                    elif m := decode(point_id, p.payload):
+                        hits.append(ScoredMemory(m, score, terms=terms_of(p.vector)))
+                return hits
+            if missing:
+                if ids_only:
+                    read = self._read_points(missing)
+                    self._cache.put(snapshot, read)
+                    held.update(recallable(read, scope.tenant, flt))
+                else:
+                    wanted = set(missing)
+                    read = [
+                        (point_id, Point(m, terms_of(p.vector)))
+                        for point_id, _, p in found
+                        if point_id in wanted and (m := decode(point_id, p.payload))
+                    ]
+                    self._cache.put(snapshot, read)
+                    held.update(read)
+            return [
+                ScoredMemory(point.memory, score, terms=point.terms)
+                for point_id, score, _ in found
+                if (point := held.get(point_id))
+            ]
 
-            return await self._run(query_and_decode, limit)
-        depth = prefetch_limit(limit)
-        terms = sparse  # narrowed: not None
-
-        def keyword_query(conditions: Conditions) -> list[Any]:
-            scoped = conditions[namespaces]
-            keywords, params = self._keywords(scope, scoped, namespaces, terms)
-            request = qe.QueryRequest(
-                limit=depth,
-                query=qe.Query.Nearest(keywords, using=SPARSE),
-                filter=search_filter(scoped, flt),
-                with_vector=False,
-                with_payload=False,
-                params=params,
-            )
-            points: list[Any] = self._shard.query(request)
-            return points
-
-        return await self._keyword_scores(scope, in_scope, keyword_query, depth, flt, vector, known or {})
+        return await self._run(query_and_decode, limit)
 
     def _keywords(
         self, scope: NamespaceScope, in_scope: Sequence[Any], namespaces: tuple[str, ...], sparse: SparseVector
@@ -240,23 +212,27 @@ class EdgeSearches:
         IDF gives them without counting over a filter (2.5 ms of CPU per keyword query at 100k memories)."""
         if self._shard_wide_idf(scope, namespaces):
             return None
-        corpus = idf_corpus(in_scope, namespaces)
-        derived = match_value(*IDF_LEAVES_OUT)
-        return qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=corpus, must_not=[derived])))
+        return qe.SearchParams(idf=qe.IdfParams(corpus=FILTERS.idf_corpus(in_scope, namespaces)))
 
-    async def _keyword_scores(
-        self,
-        scope: NamespaceScope,
-        in_scope: Conditions,
-        query: Callable[[Conditions], list[Any]],
-        depth: int,
-        flt: RecallFilter,
-        vector: Sequence[float],
-        known: Mapping[str, ScoredMemory],
-    ) -> list[ScoredMemory]:
-        """A keyword-only search (of `depth` hits at most) that reads payloads and vectors only for the hits the
-        caller does not hold."""
-        statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
+    async def _by_keywords(self, scope: NamespaceScope, search: KeywordSearch) -> list[ScoredMemory]:
+        """Reads payloads and vectors only for the hits the caller does not hold (nor the cache), in the same
+        engine job as the query."""
+        namespaces, known = search.namespaces, search.known
+        in_scope = {namespaces: scope_conditions(scope, namespaces)}
+
+        def query(conditions: Conditions) -> list[Any]:
+            scoped = conditions[namespaces]
+            keywords, params = self._keywords(scope, scoped, namespaces, search.sparse)
+            request = qe.QueryRequest(
+                limit=search.depth,
+                query=qe.Query.Nearest(keywords, using=SPARSE),
+                filter=FILTERS.recall(scoped, search.flt),
+                with_vector=False,
+                with_payload=False,
+                params=params,
+            )
+            points: list[Any] = self._shard.query(request)
+            return points
 
         def query_then_fetch_new() -> list[ScoredMemory]:  # one engine job, the decoding in it too
             snapshot = self._cache.snapshot()  # before the engine reads (`point_cache`)
@@ -276,9 +252,9 @@ class EdgeSearches:
                     if filling:
                         read.append((str(record.id), Point(memory, terms, as_dense(dense), has_dense=True)))
             self._cache.put(snapshot, read)
-            return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
+            return keyword_only_hits(search.vector, scope.tenant, search.statuses, hits, known, fetched)
 
-        return await self._run(query_then_fetch_new, depth)
+        return await self._run(query_then_fetch_new, search.depth)
 
     def _read_points(self, ids: Sequence[str]) -> list[tuple[str, Point]]:
         """(In an engine job.) Points read by id, with their keyword terms, for a dense search that asked the
@@ -299,6 +275,11 @@ class EdgeSearches:
             result = query(in_scope)
         return result
 
+    def _facet_hits(self, key: str, flt: qe.Filter | None) -> list[tuple[str, int]]:
+        """(In an engine job.) Each value of the payload field `key` among the points passing `flt`, counted."""
+        response = self._shard.facet(qe.FacetRequest(key, limit=FACET_LIMIT, exact=True, filter=flt))
+        return [(str(hit.value), int(hit.count)) for hit in response.hits]
+
     def _narrowest(self, tenant: str, namespaces: tuple[str, ...], in_scope: list[Any]) -> tuple[list[Any], int | None]:
         """The tenant condition alone, with the epoch to check after the query (`KnownNamespaces.covering`), when
         `namespaces` names every namespace the tenant has in the store (read on its first search); else `in_scope`
@@ -306,8 +287,7 @@ class EdgeSearches:
         if len(in_scope) == 1:  # the whole tenant already
             return in_scope, None
         if not self._namespaces.learned(tenant):
-            request = qe.FacetRequest("namespace", limit=FACET_LIMIT, exact=True, filter=qe.Filter(must=in_scope[:1]))
-            hits = self._shard.facet(request).hits
-            self._namespaces.learn(tenant, (str(hit.value) for hit in hits), complete=len(hits) < FACET_LIMIT)
+            hits = self._facet_hits("namespace", FILTERS.filter(in_scope[:1]))
+            self._namespaces.learn(tenant, (value for value, _ in hits), complete=len(hits) < FACET_LIMIT)
         epoch = self._namespaces.covering(tenant, namespaces)
         return (in_scope, None) if epoch is None else (in_scope[:1], epoch)

@@ -4,6 +4,8 @@ One collection per embedding model, named from a prefix, the model id and the di
 holding every tenant: the tenant is the partition key (a keyword index with `is_tenant=True`) and every call turns
 its `NamespaceScope` into a tenant + namespace filter, exactly like the embedded store. The model id and dimension
 are recorded in the collection's metadata; opening it with another embedder is refused (`StoreConfigMismatch`).
+The reads, checks and filters shared with the embedded store are `memory.stores.engine_store` and
+`memory.stores.filters`; this module is the server's side of their port: its calls, writes and searches.
 
 Needs Qdrant >= 1.16 (collection metadata and conditional upserts). Every call is bounded by a deadline and maps
 transport and server errors to `BackendUnavailable`; idempotent calls are retried a few times with jittered
@@ -13,7 +15,7 @@ exponential backoff, access-count increments never are (`memory.stores.qdrant_co
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -22,31 +24,24 @@ import anyio
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
-from memory.clock import to_timestamp
-from memory.errors import BackendUnavailable, NamespaceForbidden
-from memory.models import EXTRACTED, Memory, MemoryKind
-from memory.ports import ListQuery, NearestQuery, RecallFilter, ScoredMemory, SparseVector, UpsertItem
+from memory.errors import BackendUnavailable
+from memory.models import Memory
+from memory.ports import NearestQuery, RecallFilter, ScoredMemory, UpsertItem
 from memory.scope import NamespaceScope
 from memory.stores.common import (
     DENSE,
     FACET_LIMIT,
-    IDF_LEAVES_OUT,
     SPARSE,
     check_writable,
-    checked_namespaces,
-    idf_corpus,
     keyword_only_hits,
-    prefetch_limit,
     terms_of,
     unpack,
-    visible_namespaces,
 )
+from memory.stores.engine_store import EngineStore, KeywordSearch, access_groups
 from memory.stores.payload import (
-    STATUS_ACTIVE,
     TENANT_FIELD,
     decode,
     decode_all,
-    recallable_statuses,
     to_payload,
 )
 from memory.stores.qdrant_collection import (
@@ -57,22 +52,9 @@ from memory.stores.qdrant_collection import (
     collection_name,
     ensure_collection,
 )
+from memory.stores.qdrant_filters import FILTERS
 
-COPIES_LIMIT = 1000
-HASH_PAGE = 256  # memories read per call by `find_by_hashes`
 T = TypeVar("T")
-
-
-def _match(key: str, value: str) -> qm.FieldCondition:
-    return qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
-
-
-def _match_any(key: str, values: Sequence[str]) -> qm.FieldCondition:
-    return qm.FieldCondition(key=key, match=qm.MatchAny(any=list(values)))
-
-
-def _has_id(ids: Sequence[str]) -> qm.HasIdCondition:
-    return qm.HasIdCondition(has_id=list(ids))
 
 
 def _dense_of(vector: Any) -> list[float]:
@@ -81,45 +63,9 @@ def _dense_of(vector: Any) -> list[float]:
     return [float(x) for x in dense] if isinstance(dense, list) else []
 
 
-def scope_conditions(scope: NamespaceScope, namespaces: Sequence[str]) -> list[qm.Condition]:
-    """The tenant and namespace conditions every query carries. `()` means the whole tenant (admin only). Unlike the
-    embedded store, this one never leaves out a namespace condition as redundant: every gateway replica writes to
-    the server, so no process knows a tenant's namespaces (`memory.stores.edge_namespaces`)."""
-    conditions: list[qm.Condition] = [_match(TENANT_FIELD, scope.tenant)]
-    checked = checked_namespaces(scope, namespaces)
-    if checked:
-        conditions.append(_match_any("namespace", checked))
-    return conditions
+class QdrantServerStore(EngineStore[qm.Filter]):
+    _filters = FILTERS
 
-
-def _writable_conditions(scope: NamespaceScope) -> list[qm.Condition]:
-    """Conditions a stored point must meet before a write may replace it: same tenant, writable namespace."""
-    return scope_conditions(scope, () if scope.admin else scope.writable)
-
-
-def _search_filter(in_scope: Sequence[qm.Condition], flt: RecallFilter) -> qm.Filter:
-    """What a search may return within its scope conditions: the statuses, kinds, tags, session, times and
-    attributes `flt` asks for, never a memory expired at `flt.now`."""
-    must: list[qm.Condition] = [
-        *in_scope,
-        _match_any("status", recallable_statuses(flt.include_superseded, flt.include_archived)),
-    ]
-    if flt.attributes:
-        must.append(_match_any("attributes", flt.attributes))
-    if flt.kinds:
-        must.append(_match_any("kind", [k.value for k in flt.kinds]))
-    if flt.tags:
-        must.append(_match_any("tags", flt.tags))
-    if flt.session_id is not None:
-        must.append(_match("session_id", flt.session_id))
-    if flt.since is not None or flt.until is not None:
-        span = qm.Range(gte=to_timestamp(flt.since), lte=to_timestamp(flt.until))
-        must.append(qm.FieldCondition(key="created_at", range=span))
-    expired = qm.FieldCondition(key="expires_at", range=qm.Range(lte=flt.now.timestamp()))
-    return qm.Filter(must=must, must_not=[expired])
-
-
-class QdrantServerStore:
     def __init__(self, client: AsyncQdrantClient, collection: str, timeout: float) -> None:
         self._client = client
         self._collection = collection
@@ -195,14 +141,63 @@ class QdrantServerStore:
     async def _call(self, fn: Callable[[], Awaitable[T]], *, idempotent: bool = True) -> T:
         return await self._calls(fn, idempotent=idempotent)
 
-    async def _scroll(self, flt: qm.Filter, limit: int, offset: str | None = None) -> tuple[list[Memory], str | None]:
+    # -- the engine's port (`EngineStore`) ----------------------------------------------------------------------
+    async def _scroll(
+        self, flt: qm.Filter, limit: int, offset: str | None = None, *, newest_first: bool = False, by_id: bool = False
+    ) -> tuple[builtins.list[Memory], str | None]:
+        order = qm.OrderBy(key="created_at", direction=qm.Direction.DESC) if newest_first else None
         records, next_offset = await self._call(
             lambda: self._client.scroll(
-                self._collection, scroll_filter=flt, limit=limit, offset=offset, with_payload=True
+                self._collection, scroll_filter=flt, limit=limit, offset=offset, order_by=order, with_payload=True
             )
         )
-        memories = decode_all(records)
-        return memories, (str(next_offset) if next_offset is not None else None)
+        return decode_all(records), (str(next_offset) if next_offset is not None else None)
+
+    async def _scroll_all(self, flt: qm.Filter, page: int) -> builtins.list[Memory]:
+        found, offset = await self._scroll(flt, page)
+        while offset is not None:
+            more, offset = await self._scroll(flt, page, offset)
+            found += more
+        return found
+
+    async def _count(self, flt: qm.Filter) -> int:
+        counted = await self._call(lambda: self._client.count(self._collection, count_filter=flt, exact=True))
+        return int(counted.count)
+
+    async def _facet(self, key: str, flt: qm.Filter | None) -> builtins.list[tuple[str, int]]:
+        response = await self._call(
+            lambda: self._client.facet(self._collection, key, facet_filter=flt, limit=FACET_LIMIT, exact=True)
+        )
+        return [(str(hit.value), int(hit.count)) for hit in response.hits]
+
+    async def _purge_where(self, tenant: str, namespace: str, flt: qm.Filter) -> int:
+        count = await self._count(flt)
+        await self._call(lambda: self._client.delete(self._collection, qm.FilterSelector(filter=flt)))
+        return count
+
+    async def _delete_where(self, flt: qm.Filter, limit: int) -> int:
+        count = await self._count(flt)
+        if count:
+            await self._call(lambda: self._client.delete(self._collection, qm.FilterSelector(filter=flt)))
+        return count
+
+    async def _bump_access(self, tenant: str, flt: qm.Filter, limit: int, at: datetime) -> None:
+        """Read the counts, then set count + 1 per group of equal counts. Not atomic across gateway replicas (a
+        concurrent bump of the same memory elsewhere can be lost); serialised within this process."""
+        async with self._access_lock:
+            records, _ = await self._call(
+                lambda: self._client.scroll(
+                    self._collection, scroll_filter=flt, limit=limit, with_payload=["access_count"]
+                )
+            )
+            for count, group in access_groups(records).items():
+                patch = {"access_count": count, "last_accessed_at": at.timestamp()}
+                in_tenant: list[qm.Condition] = [
+                    FILTERS.match(TENANT_FIELD, tenant),
+                    FILTERS.has_id([str(i) for i in group]),
+                ]
+                selector = qm.FilterSelector(filter=FILTERS.filter(in_tenant))
+                await self._call(partial(self._client.set_payload, self._collection, patch, selector), idempotent=False)
 
     # -- writes ----------------------------------------------------------------------------------------------
     async def upsert(self, scope: NamespaceScope, items: Sequence[UpsertItem]) -> None:
@@ -220,13 +215,13 @@ class QdrantServerStore:
             return
         # an existing point is replaced only if it lies in a namespace this scope may write (never another
         # tenant's point that happens to carry the id); new points are inserted
-        guard = qm.Filter(must=_writable_conditions(scope))
+        guard = FILTERS.writable(scope)
         await self._call(lambda: self._client.upsert(self._collection, points, update_filter=guard))
 
     async def update(self, scope: NamespaceScope, memory: Memory) -> None:
         check_writable(scope, memory)
         payload = to_payload(memory)
-        target = qm.Filter(must=[*_writable_conditions(scope), _has_id([memory.id])])
+        target = FILTERS.writable(scope, FILTERS.has_id([memory.id]))
         if not memory.is_archived:
             await self._call(
                 lambda: self._client.overwrite_payload(self._collection, payload, qm.FilterSelector(filter=target))
@@ -238,104 +233,7 @@ class QdrantServerStore:
         ]
         await self._call(lambda: self._client.batch_update_points(self._collection, operations))
 
-    async def copies_of(self, scope: NamespaceScope, origin_id: str) -> builtins.list[Memory]:
-        if not scope.writable and not scope.admin:
-            return []
-        flt = qm.Filter(must=[*_writable_conditions(scope), _match("origin_id", origin_id)])
-        memories, _ = await self._scroll(flt, COPIES_LIMIT)
-        return memories
-
-    async def purge(self, scope: NamespaceScope, namespace: str) -> int:
-        if not scope.admin:
-            raise NamespaceForbidden("purging a namespace needs an admin scope")
-        flt = qm.Filter(must=scope_conditions(scope, (namespace,)))
-        counted = await self._call(lambda: self._client.count(self._collection, count_filter=flt, exact=True))
-        await self._call(lambda: self._client.delete(self._collection, qm.FilterSelector(filter=flt)))
-        return int(counted.count)
-
-    async def delete(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> int:
-        if not scope.admin:
-            raise NamespaceForbidden("deleting memories needs an admin scope")
-        if not memory_ids:
-            return 0
-        # the tenant condition: a point of another tenant with one of the ids is left alone
-        flt = qm.Filter(must=[*scope_conditions(scope, ()), _has_id(sorted(set(memory_ids)))])
-        counted = await self._call(lambda: self._client.count(self._collection, count_filter=flt, exact=True))
-        if counted.count:
-            await self._call(lambda: self._client.delete(self._collection, qm.FilterSelector(filter=flt)))
-        return int(counted.count)
-
-    async def record_access(self, scope: NamespaceScope, memory_ids: Sequence[str], at: datetime) -> None:
-        """Read the counts, then set count + 1 per group of equal counts. Not atomic across gateway replicas (a
-        concurrent bump of the same memory elsewhere can be lost); serialised within this process."""
-        ids = list(dict.fromkeys(memory_ids))
-        if not ids:
-            return
-        tenant = _match(TENANT_FIELD, scope.tenant)
-        flt = qm.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), _has_id(ids)])
-        async with self._access_lock:
-            records, _ = await self._call(
-                lambda: self._client.scroll(
-                    self._collection, scroll_filter=flt, limit=len(ids), with_payload=["access_count"]
-                )
-            )
-            by_count: dict[int, list[str]] = {}
-            for record in records:
-                count = int((record.payload or {}).get("access_count") or 0)
-                by_count.setdefault(count, []).append(str(record.id))
-            for count, group in by_count.items():
-                patch = {"access_count": count + 1, "last_accessed_at": at.timestamp()}
-                selector = qm.FilterSelector(filter=qm.Filter(must=[tenant, _has_id(group)]))
-                await self._call(partial(self._client.set_payload, self._collection, patch, selector), idempotent=False)
-
-    # -- reads -----------------------------------------------------------------------------------------------
-    async def get(self, scope: NamespaceScope, memory_id: str) -> Memory | None:
-        flt = qm.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), _has_id([memory_id])])
-        memories, _ = await self._scroll(flt, 1)
-        return memories[0] if memories else None
-
-    async def get_many(self, scope: NamespaceScope, memory_ids: Sequence[str]) -> builtins.list[Memory]:
-        if not memory_ids:
-            return []
-        ids = sorted(set(memory_ids))
-        flt = qm.Filter(must=[*scope_conditions(scope, visible_namespaces(scope)), _has_id(ids)])
-        memories, _ = await self._scroll(flt, len(ids))
-        return memories
-
-    async def find_by_hash(
-        self,
-        scope: NamespaceScope,
-        namespace: str,
-        content_hash: str,
-        *,
-        live_only: bool = True,
-        now: datetime | None = None,
-    ) -> Memory | None:
-        must = [*scope_conditions(scope, (namespace,)), _match("content_hash", content_hash)]
-        if live_only:
-            must.append(_match("status", STATUS_ACTIVE))
-        must_not: list[Any] = []
-        if now is not None:
-            must_not.append(qm.FieldCondition(key="expires_at", range=qm.Range(lte=now.timestamp())))
-        memories, _ = await self._scroll(qm.Filter(must=must, must_not=must_not), 1)
-        return memories[0] if memories else None
-
-    async def find_by_hashes(
-        self, scope: NamespaceScope, namespace: str, content_hashes: Sequence[str], *, now: datetime | None = None
-    ) -> builtins.list[Memory]:
-        if not content_hashes:
-            return []
-        must = [*scope_conditions(scope, (namespace,)), _match_any("content_hash", sorted(set(content_hashes)))]
-        must_not: list[Any] = []
-        if now is not None:
-            must_not.append(qm.FieldCondition(key="expires_at", range=qm.Range(lte=now.timestamp())))
-        flt = qm.Filter(must=must, must_not=must_not)
-        found, offset = await self._scroll(flt, HASH_PAGE)
-        while offset is not None:  # forced repeats share a hash: every page
-            more, offset = await self._scroll(flt, HASH_PAGE, offset)
-            found += more
-        return found
-
+    # -- searches --------------------------------------------------------------------------------------------
     async def search_many(
         self, scope: NamespaceScope, queries: Sequence[NearestQuery]
     ) -> builtins.list[builtins.list[ScoredMemory]]:
@@ -345,7 +243,7 @@ class QdrantServerStore:
             qm.QueryRequest(
                 query=[float(x) for x in query.vector],
                 using=DENSE,
-                filter=_search_filter(scope_conditions(scope, query.namespaces), query.flt),
+                filter=FILTERS.recall(FILTERS.scope(scope, query.namespaces), query.flt),
                 limit=query.limit,
                 with_payload=True,
                 with_vector=[DENSE],
@@ -364,70 +262,24 @@ class QdrantServerStore:
             for response in responses
         ]
 
-    async def search(
-        self,
-        scope: NamespaceScope,
-        namespaces: tuple[str, ...],
-        vector: Sequence[float],
-        limit: int,
-        flt: RecallFilter,
-        sparse: SparseVector | None = None,
-        *,
-        known: Mapping[str, ScoredMemory] | None = None,
-    ) -> list[ScoredMemory]:
-        in_scope = scope_conditions(scope, namespaces)
-        query_filter = _search_filter(in_scope, flt)
-        if sparse is None or not sparse.indices:
-            query = [float(x) for x in vector]
-            response = await self._call(
-                lambda: self._client.query_points(
-                    self._collection,
-                    query=query,
-                    using=DENSE,
-                    query_filter=query_filter,
-                    limit=limit,
-                    with_payload=True,
-                    with_vectors=[SPARSE],
-                )
-            )
-            return [
-                ScoredMemory(m, float(p.score), terms=terms_of(p.vector))
-                for p in response.points
-                if (m := decode(p.id, p.payload))
-            ]
-        keywords = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
-        corpus = qm.Filter(must=idf_corpus(in_scope, namespaces), must_not=[_match(*IDF_LEAVES_OUT)])
-        params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus))
-        return await self._keyword_scores(
-            scope, keywords, query_filter, prefetch_limit(limit), params, flt, vector, known or {}
-        )
+    async def _nearest(
+        self, scope: NamespaceScope, namespaces: tuple[str, ...], vector: Sequence[float], limit: int, flt: RecallFilter
+    ) -> builtins.list[ScoredMemory]:
+        query_filter = FILTERS.recall(FILTERS.scope(scope, namespaces), flt)
+        points = await self._query([float(x) for x in vector], DENSE, query_filter, limit, with_payload=True)
+        return [
+            ScoredMemory(m, float(p.score), terms=terms_of(p.vector)) for p in points if (m := decode(p.id, p.payload))
+        ]
 
-    async def _keyword_scores(
-        self,
-        scope: NamespaceScope,
-        keywords: qm.SparseVector,
-        query_filter: qm.Filter,
-        depth: int,
-        params: qm.SearchParams,
-        flt: RecallFilter,
-        vector: Sequence[float],
-        known: Mapping[str, ScoredMemory],
-    ) -> list[ScoredMemory]:
-        """A keyword-only search that reads payloads and vectors only for the hits the caller does not hold."""
-        response = await self._call(
-            lambda: self._client.query_points(
-                self._collection,
-                query=keywords,
-                using=SPARSE,
-                query_filter=query_filter,
-                limit=depth,
-                with_payload=False,
-                with_vectors=False,
-                search_params=params,
-            )
-        )
-        new = [p.id for p in response.points if str(p.id) not in known]
+    async def _by_keywords(self, scope: NamespaceScope, search: KeywordSearch) -> builtins.list[ScoredMemory]:
+        """Reads payloads and vectors only for the hits the caller does not hold."""
+        in_scope = FILTERS.scope(scope, search.namespaces)
+        keywords = qm.SparseVector(indices=list(search.sparse.indices), values=list(search.sparse.values))
+        # IDF within the tenant: over the searched namespaces, or the tenant for wide searches (idf_corpus)
+        params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=FILTERS.idf_corpus(in_scope, search.namespaces)))
+        query_filter = FILTERS.recall(in_scope, search.flt)
+        points = await self._query(keywords, SPARSE, query_filter, search.depth, params=params)
+        new = [p.id for p in points if str(p.id) not in search.known]
         records = (
             await self._call(
                 lambda: self._client.retrieve(
@@ -438,52 +290,34 @@ class QdrantServerStore:
             else []
         )
         fetched = ((m, _dense_of(r.vector), terms_of(r.vector)) for r in records if (m := decode(r.id, r.payload)))
-        hits = [(str(p.id), float(p.score)) for p in response.points]
-        statuses = recallable_statuses(flt.include_superseded, flt.include_archived)
-        return keyword_only_hits(vector, scope.tenant, statuses, hits, known, fetched)
+        hits = [(str(p.id), float(p.score)) for p in points]
+        return keyword_only_hits(search.vector, scope.tenant, search.statuses, hits, search.known, fetched)
 
-    async def latest_in_session(self, scope: NamespaceScope, namespace: str, session_id: str) -> Memory | None:
-        flt = qm.Filter(
-            must=[*scope_conditions(scope, (namespace,)), _match("session_id", session_id)],
-            must_not=[_match("source.tool", EXTRACTED)],  # a fact extracted from events is not a turn to follow
-        )
-        newest_first = qm.OrderBy(key="created_at", direction=qm.Direction.DESC)
-        records, _ = await self._call(
-            lambda: self._client.scroll(
-                self._collection, scroll_filter=flt, limit=1, order_by=newest_first, with_payload=True
+    async def _query(
+        self,
+        query: list[float] | qm.SparseVector,
+        using: str,
+        flt: qm.Filter,
+        limit: int,
+        *,
+        with_payload: bool = False,
+        params: qm.SearchParams | None = None,
+    ) -> builtins.list[qm.ScoredPoint]:
+        """The `limit` points nearest to `query` by the named vector `using` that pass `flt`: with their payload and
+        keyword vector when `with_payload`, else ids and scores only."""
+        response = await self._call(
+            lambda: self._client.query_points(
+                self._collection,
+                query=query,
+                using=using,
+                query_filter=flt,
+                limit=limit,
+                with_payload=with_payload,
+                with_vectors=[SPARSE] if with_payload else False,
+                search_params=params,
             )
         )
-        return decode(records[0].id, records[0].payload) if records else None
-
-    async def list(self, scope: NamespaceScope, query: ListQuery) -> tuple[builtins.list[Memory], str | None]:
-        must = scope_conditions(scope, query.namespaces)
-        if query.kind is not None:
-            must.append(_match("kind", query.kind.value))
-        if not query.include_deleted:
-            must.append(_match("status", STATUS_ACTIVE))
-        return await self._scroll(qm.Filter(must=must), query.limit, query.after)
-
-    async def count(self, scope: NamespaceScope, namespaces: tuple[str, ...]) -> int:
-        flt = qm.Filter(must=scope_conditions(scope, namespaces))
-        counted = await self._call(lambda: self._client.count(self._collection, count_filter=flt, exact=True))
-        return int(counted.count)
-
-    async def namespace_counts(self, scope: NamespaceScope, kind: MemoryKind | None = None) -> dict[str, int]:
-        must = [*scope_conditions(scope, ()), _match("status", STATUS_ACTIVE)]
-        if kind is not None:
-            must.append(_match("kind", kind.value))
-        response = await self._call(
-            lambda: self._client.facet(
-                self._collection, "namespace", facet_filter=qm.Filter(must=must), limit=FACET_LIMIT, exact=True
-            )
-        )
-        return {str(hit.value): int(hit.count) for hit in response.hits}
-
-    async def tenants(self) -> builtins.list[str]:
-        response = await self._call(
-            lambda: self._client.facet(self._collection, TENANT_FIELD, limit=FACET_LIMIT, exact=True)
-        )
-        return sorted(str(hit.value) for hit in response.hits)
+        return response.points
 
     # -- operations ------------------------------------------------------------------------------------------
     async def ping(self) -> None:
