@@ -260,7 +260,7 @@ async def _locomo(
 
 
 def _settings(data_dir: Path) -> Settings:
-    return settings_for(data_dir).model_copy(update={"memory_maintenance_interval_seconds": 0})
+    return settings_for(data_dir).replaced(memory_maintenance_interval_seconds=0)
 
 
 async def measure(quick: bool = False, workdir: Path | None = None) -> Figures:

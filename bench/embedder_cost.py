@@ -72,7 +72,7 @@ async def measure_one(
     chinese, zh_queries = chinese_texts(size - len(english))
     queries = {"en": corpus.queries(queries_per_language), "zh": zh_queries[:queries_per_language]}
     data_dir = workdir / name
-    settings = settings_for(data_dir).model_copy(update={"embedder": name})
+    settings = settings_for(data_dir).replaced(embedder=name)
     scope = loader_scope()
     generator = corpus.CorpusGenerator()
     texts = [t for pair in zip(english, chinese, strict=False) for t in pair]

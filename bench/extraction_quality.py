@@ -415,7 +415,7 @@ async def _ask(
 
 def _settings(data_dir: Path) -> Settings:
     # memory maintenance off, as in `hindsight eval`: recall already hides what it would soft-delete
-    return settings_for(data_dir).model_copy(update={"memory_maintenance_interval_seconds": 0})
+    return settings_for(data_dir).replaced(memory_maintenance_interval_seconds=0)
 
 
 async def measure(
@@ -430,7 +430,7 @@ async def measure(
     clock = ManualClock(datetime(2023, 1, 1, tzinfo=UTC))
     with tempfile.TemporaryDirectory(prefix="hindsight-extraction-", dir=workdir) as tmp:
         settings = _settings(Path(tmp) / "data")
-        figures = Figures([], settings.embedder, quick, load_average())
+        figures = Figures([], settings.models.embedder, quick, load_average())
         async with open_runtime(settings, clock) as rt:
             for dataset in chosen:
                 language = LanguageFigures(dataset.key, dataset.label, dataset.fmt.name)

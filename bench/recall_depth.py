@@ -66,9 +66,7 @@ class Figures:
 
 
 def _settings(data_dir: Path, depth: int) -> Settings:
-    return settings_for(data_dir).model_copy(
-        update={"memory_maintenance_interval_seconds": 0, "recall_candidates": depth}
-    )
+    return settings_for(data_dir).replaced(memory_maintenance_interval_seconds=0, recall_candidates=depth)
 
 
 async def _quality(depth: int, sets: dict[str, tuple[list[Conversation], str]], workdir: Path | None) -> Quality:

@@ -60,35 +60,37 @@ def jwt_settings(settings: Settings) -> JwtSettings:
     Without any of them the dev secret in the data dir is used (and made). `jwt_algorithms` left at its default
     means the default for the key source (HS256 with a secret, RS256 + ES256 with public keys or JWKS).
     """
-    asymmetric = settings.jwt_public_key is not None or settings.jwt_jwks_url is not None
-    if settings.jwt_secret is not None:
-        secret = settings.jwt_secret.get_secret_value()
+    asymmetric = settings.auth.jwt_public_key is not None or settings.auth.jwt_jwks_url is not None
+    if settings.auth.jwt_secret is not None:
+        secret = settings.auth.jwt_secret.get_secret_value()
     else:
-        secret = "" if asymmetric else load_or_create_dev_secret(settings.data_dir)
+        secret = "" if asymmetric else load_or_create_dev_secret(settings.backends.data_dir)
     return JwtSettings(
         secret=secret,
-        algorithms=tuple(settings.jwt_algorithms) if "jwt_algorithms" in settings.model_fields_set else (),
-        issuer=settings.jwt_issuer,
-        audience=settings.jwt_audience,
-        leeway_seconds=settings.jwt_leeway_seconds,
+        algorithms=tuple(settings.auth.jwt_algorithms) if "jwt_algorithms" in settings.auth.model_fields_set else (),
+        issuer=settings.auth.jwt_issuer,
+        audience=settings.auth.jwt_audience,
+        leeway_seconds=settings.auth.jwt_leeway_seconds,
         claim_names=ClaimNames(
-            tenant=settings.jwt_tenant_claim,
-            namespaces=settings.jwt_namespaces_claim,
-            scope=settings.jwt_scope_claim,
+            tenant=settings.auth.jwt_tenant_claim,
+            namespaces=settings.auth.jwt_namespaces_claim,
+            scope=settings.auth.jwt_scope_claim,
         ),
-        max_token_bytes=settings.jwt_max_token_bytes,
-        public_keys=read_public_keys(settings.jwt_public_key) if settings.jwt_public_key is not None else (),
-        jwks_url=settings.jwt_jwks_url,
-        jwks_cache_seconds=settings.jwt_jwks_cache_seconds,
-        jwks_min_refresh_seconds=settings.jwt_jwks_min_refresh_seconds,
-        jwks_timeout_seconds=settings.jwt_jwks_timeout_seconds,
+        max_token_bytes=settings.auth.jwt_max_token_bytes,
+        public_keys=read_public_keys(settings.auth.jwt_public_key) if settings.auth.jwt_public_key is not None else (),
+        jwks_url=settings.auth.jwt_jwks_url,
+        jwks_cache_seconds=settings.auth.jwt_jwks_cache_seconds,
+        jwks_min_refresh_seconds=settings.auth.jwt_jwks_min_refresh_seconds,
+        jwks_timeout_seconds=settings.auth.jwt_jwks_timeout_seconds,
     )
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:
-    if settings.allowed_hosts:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=settings.allowed_hosts)
-    if settings.host in ("127.0.0.1", "localhost", "::1"):
+    if settings.serving.allowed_hosts:
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=settings.serving.allowed_hosts
+        )
+    if settings.serving.host in ("127.0.0.1", "localhost", "::1"):
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=True, allowed_hosts=LOOPBACK_HOSTS, allowed_origins=LOOPBACK_ORIGINS
         )
@@ -108,7 +110,7 @@ def create_app(
     (`gateway.fairness.settle_interpreter`)."""
     holder = RuntimeHolder()
     provider = tracer_provider or build_tracer_provider(settings)
-    telemetry = Telemetry(tracer_from(provider), Metrics(tenant_label=settings.metrics_tenant_label))
+    telemetry = Telemetry(tracer_from(provider), Metrics(tenant_label=settings.observability.metrics_tenant_label))
     telemetry.metrics.undecodable.set_function(lambda: float(skipped_payloads()))
     backend_tracer = telemetry.tracer if provider is not None else None  # no per-call proxies when tracing is off
     verifier = TracedTokenVerifier(JwtVerifier(jwt_settings(settings)), telemetry.tracer)
@@ -118,7 +120,7 @@ def create_app(
         stateless_http=True,
         json_response=True,
         transport_security=transport_security(settings),
-        max_request_body_size=settings.max_request_bytes,
+        max_request_body_size=settings.limits.max_request_bytes,
     )
 
     def count_rejection(call: CallFacts, principal: Principal) -> None:
@@ -170,11 +172,11 @@ def create_app(
                     fairness.settle_interpreter()
                 holder.set(runtime)
                 app.state.runtime = runtime
-                if settings.memory_maintenance_interval_seconds > 0:
-                    interval = settings.memory_maintenance_interval_seconds
+                if settings.maintenance.memory_maintenance_interval_seconds > 0:
+                    interval = settings.maintenance.memory_maintenance_interval_seconds
                     background.start_soon(maintenance_loop, runtime, interval, supervisor)
                 background.start_soon(
-                    gauge_loop, runtime, telemetry.metrics, settings.metrics_sample_seconds, supervisor
+                    gauge_loop, runtime, telemetry.metrics, settings.observability.metrics_sample_seconds, supervisor
                 )
                 try:
                     yield

@@ -66,8 +66,8 @@ async def open_runtime(
     shared = shared_state(settings, clock)
     working, idempotency, limiter, close_shared = shared.working, shared.idempotency, shared.limiter, shared.close
     if tracer is not None:
-        system = "redis" if settings.redis_url else "in_process"
-        vectors = "qdrant" if settings.qdrant_url else "qdrant_edge"
+        system = "redis" if settings.backends.redis_url else "in_process"
+        vectors = "qdrant" if settings.backends.qdrant_url else "qdrant_edge"
         embedder = traced(embedder, "embedder", tracer, **{"hindsight.embedder": embedder.model_id})
         store = traced(store, "vector_store", tracer, **{"db.system": vectors})
         working = traced(working, "working_memory", tracer, **{"db.system": system})
@@ -75,11 +75,13 @@ async def open_runtime(
         limiter = traced(limiter, "rate_limiter", tracer, **{"db.system": system}) if limiter else None
     chat = chat_client(settings)
     rater: ImportanceRater | None = None
-    if chat is not None and settings.llm_importance:
+    if chat is not None and settings.models.llm_importance:
         rater = ChatImportanceRater(chat)
         if tracer is not None:
             rater = traced(rater, "llm", tracer, **{"gen_ai.request.model": chat.config.model})
-    pipeline = for_embedder(embedder.model_id, importance_llm_timeout_seconds=settings.llm_importance_timeout_seconds)
+    pipeline = for_embedder(
+        embedder.model_id, importance_llm_timeout_seconds=settings.models.llm_importance_timeout_seconds
+    )
     weights = scoring_weights(settings, embedder.model_id)
     memories = MemoryService(
         store,
@@ -95,17 +97,19 @@ async def open_runtime(
     summarizer = ChatSummarizer(chat) if chat is not None else None
     events = shared.events
     if tracer is not None:
-        events = traced(events, "event_store", tracer, **{"db.system": "redis" if settings.redis_url else "sqlite"})
+        events = traced(
+            events, "event_store", tracer, **{"db.system": "redis" if settings.backends.redis_url else "sqlite"}
+        )
     sessions = SessionService(working, memories)
     extractor: Extractor = RuleExtractor()
-    if chat is not None and settings.llm_extraction:
-        extractor = LlmExtractor(chat, RuleExtractor(), settings.llm_extraction_timeout_seconds)
+    if chat is not None and settings.models.llm_extraction:
+        extractor = LlmExtractor(chat, RuleExtractor(), settings.models.llm_extraction_timeout_seconds)
     agent_sessions = AgentSessions(
         events,
         sessions,
         extractor,
-        idle_seconds=settings.session_idle_seconds,
-        background_top_k=settings.session_background_top_k,
+        idle_seconds=settings.maintenance.session_idle_seconds,
+        background_top_k=settings.limits.session_background_top_k,
     )
     runtime = Runtime(
         settings,
@@ -130,7 +134,9 @@ async def open_runtime(
             memories.access.report_errors_to(lambda: supervisor.count("access_flush"))
             memories.attach_task_group(task_group)
             runtime.reembedder.attach_task_group(task_group)
-            task_group.start_soon(_maintenance_loop, store, settings.maintenance_interval_seconds, supervisor)
+            task_group.start_soon(
+                _maintenance_loop, store, settings.maintenance.maintenance_interval_seconds, supervisor
+            )
             try:
                 yield runtime
                 supervisor.stopping()  # left on purpose (not by a failure thrown in here)

@@ -84,15 +84,15 @@ class ConnectionLimits:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConnectionLimits:
-        total, reserve = fit_open_files(settings.max_connections, settings.probe_connection_reserve)
+        total, reserve = fit_open_files(settings.serving.max_connections, settings.serving.probe_connection_reserve)
         return cls(
-            header_timeout=settings.request_header_timeout_seconds,
-            body_timeout=settings.request_body_timeout_seconds,
-            max_header_bytes=settings.max_request_header_bytes,
+            header_timeout=settings.serving.request_header_timeout_seconds,
+            body_timeout=settings.serving.request_body_timeout_seconds,
+            max_header_bytes=settings.serving.max_request_header_bytes,
             max_connections=total,
-            max_per_client=settings.max_connections_per_client,
+            max_per_client=settings.serving.max_connections_per_client,
             probe_reserve=reserve,
-            trusted=TrustedProxies(settings.forwarded_allow_ips),
+            trusted=TrustedProxies(settings.serving.forwarded_allow_ips),
         )
 
 

@@ -39,7 +39,7 @@ def _admin(request: Request) -> Principal | Response:
 
 
 def debug_routes(settings: Settings, holder: RuntimeHolder, metrics: Metrics) -> list[Route]:
-    if not settings.debug_views_enabled:
+    if not settings.observability.debug_views_enabled:
         return []
 
     async def memories(request: Request) -> Response:

@@ -45,7 +45,7 @@ def register_debug_tools(server: MCPServer) -> None:
             entries = await runtime.recall_log.entries(call.scope, limit=size, session_id=session_id, subject=subject)
         return {
             "tenant": call.scope.tenant,
-            "logging": call.scope.tenant in runtime.settings.recall_log_tenants,
+            "logging": call.scope.tenant in runtime.settings.observability.recall_log_tenants,
             "entries": [entry_json(e) for e in entries],
         }
 

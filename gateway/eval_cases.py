@@ -32,7 +32,7 @@ import anyio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+from pydantic_settings import PydanticBaseSettingsSource
 
 from gateway.cli.errors import CommandFailed, ToolFailed, UsageError, describe, http_client, tool_body
 from gateway.cli.progress import Progress
@@ -51,20 +51,12 @@ from memory.evaluation.cases import (
 )
 from memory.evaluation.results import hidden_state
 from memory.evaluation.runner import default_grid
-from ops.config import Settings
+from ops.config import SETTING_FIELDS, Settings, setting_at
+from ops.settings.weights import WEIGHT_SETTINGS
 
 LIST_PAGE = 200
 LIST_CAP = 10_000  # memories of one namespace read to explain a miss
 DEFAULT_LABEL = "environment"
-# the settings each ScoringWeights field comes from (gateway.runtime.scoring_weights)
-SETTING_OF = {
-    name: name if name == "recency_decay_per_hour" else f"weight_{name}"
-    for name in (
-        "similarity", "recency", "importance", "access_frequency", "recency_decay_per_hour", "dense_share",
-        "cjk_dense_share", "cross_script_share", "context", "session", "feedback", "speaker", "when", "question",
-        "passed_plan",
-    )
-}  # fmt: skip
 
 
 def _nothing() -> None:
@@ -163,15 +155,14 @@ class FileFirstSettings(Settings):
     """Settings whose .env file wins over the process environment: a --compare file means what it says."""
 
     @classmethod
-    def settings_customise_sources(
+    def source_order(
         cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
+        init: PydanticBaseSettingsSource,
+        files: tuple[PydanticBaseSettingsSource, ...],
+        env: PydanticBaseSettingsSource,
+        dotenv: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return init_settings, dotenv_settings, env_settings, file_secret_settings
+        return init, dotenv, env
 
 
 @dataclass(frozen=True)
@@ -184,7 +175,7 @@ class Configuration:
 
 def setting_names() -> dict[str, str]:
     """HINDSIGHT_* name -> Settings field, for every setting read under the prefix."""
-    return {f"HINDSIGHT_{n.upper()}": n for n, f in Settings.model_fields.items() if f.validation_alias is None}
+    return {f"HINDSIGHT_{n.upper()}": n for n, f in SETTING_FIELDS.items() if f.validation_alias is None}
 
 
 def _unquote(value: str) -> str:
@@ -226,7 +217,7 @@ def case_settings(data_dir: Path, configuration: Configuration) -> Settings:
         return FileFirstSettings(_env_file=configuration.env_file, **values)
     except ValidationError as exc:
         first = exc.errors()[0]
-        name = ".".join(str(part) for part in first["loc"]).upper()
+        name = setting_at(first["loc"]).upper()
         raise CommandFailed(f"{configuration.env_file}: invalid setting HINDSIGHT_{name}: {first['msg']}") from None
 
 
@@ -236,7 +227,9 @@ def grid(settings: Settings, model_id: str) -> list[Configuration]:
     base = scoring_weights(settings, model_id)
     points: list[Configuration] = []
     for weights in default_grid(base):
-        changed = {SETTING_OF[n]: getattr(weights, n) for n in SETTING_OF if getattr(weights, n) != getattr(base, n)}
+        changed = {
+            WEIGHT_SETTINGS[n]: getattr(weights, n) for n in WEIGHT_SETTINGS if getattr(weights, n) != getattr(base, n)
+        }
         shown = {f"HINDSIGHT_{name.upper()}": str(value) for name, value in changed.items()}
         points.append(Configuration(f"grid-{len(points) + 1}", overrides=changed, shown=shown))
     return points

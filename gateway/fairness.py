@@ -85,7 +85,7 @@ def settle_interpreter() -> None:
 
 
 def tenant_limits(settings: Settings, tenant: str) -> TenantLimits:
-    return settings.rate_limit_tenants.get(tenant, settings.rate_limit_default)
+    return settings.rate_limits.rate_limit_tenants.get(tenant, settings.rate_limits.rate_limit_default)
 
 
 def cpu_buckets(principal: Principal, limits: TenantLimits) -> list[Bucket]:
@@ -155,7 +155,8 @@ class Fairness:
             try:
                 yield meter
             finally:  # before the turn passes on: the call queued next is admitted again on this charge
-                with redis_deadline(settings.redis_fail_open_timeout_seconds):  # one Redis cannot take is logged
+                # one Redis cannot take is logged
+                with redis_deadline(settings.backends.redis_fail_open_timeout_seconds):
                     await charge(limiter, principal, limits, meter.seconds, taken)
 
     @staticmethod
@@ -164,9 +165,9 @@ class Fairness:
     ) -> None:
         """Admit a call that waited for its turn again once it has it: it was admitted before the calls ahead of it
         ran and were charged, and the calls queued behind a tenant's must not all run on the budget of one moment."""
-        fail_open = settings.rate_limit_fail_open  # then Redis is waited for briefly (ops.redis_client)
+        fail_open = settings.rate_limits.rate_limit_fail_open  # then Redis is waited for briefly (ops.redis_client)
         try:
-            with redis_deadline(settings.redis_fail_open_timeout_seconds) if fail_open else nullcontext():
+            with redis_deadline(settings.backends.redis_fail_open_timeout_seconds) if fail_open else nullcontext():
                 decision = await limiter.acquire(cpu_buckets(principal, limits), ADMISSION_MS)
         except BackendUnavailable as exc:
             if fail_open:

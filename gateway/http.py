@@ -212,7 +212,7 @@ def protected_resource_endpoint(settings: Settings) -> Callable[[Request], Await
     how a token is sent and the scopes it may carry. Public, like the probes."""
     body: dict[str, object] = {
         "resource": settings.mcp_url,
-        "authorization_servers": [settings.jwt_issuer] if settings.jwt_issuer else [],
+        "authorization_servers": [settings.auth.jwt_issuer] if settings.auth.jwt_issuer else [],
         "bearer_methods_supported": ["header"],
         "scopes_supported": list(MEMORY_SCOPES),
         "resource_name": "hindsight memory gateway",

@@ -77,7 +77,7 @@ async def run_idempotent(
         body = await run_claimed(runtime.idempotency, key, operation)  # renews the claim while it runs
     except BaseException:
         try:
-            with redis_deadline(runtime.settings.redis_fail_open_timeout_seconds):  # else its lease ends it
+            with redis_deadline(runtime.settings.backends.redis_fail_open_timeout_seconds):  # else its lease ends it
                 await runtime.idempotency.abandon(key)
         except BackendUnavailable:
             logger.warning("could not release idempotency claim for %s; it expires by itself", tool)

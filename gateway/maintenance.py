@@ -38,19 +38,22 @@ def admin_scope(tenant: str) -> NamespaceScope:
 def forgetting_policy(runtime: Runtime) -> ForgettingPolicy:
     settings = runtime.settings
     return ForgettingPolicy(
-        episodic_capacity=settings.episodic_capacity,
-        semantic_capacity=settings.semantic_capacity,
-        protect_days=settings.eviction_protect_days,
+        episodic_capacity=settings.maintenance.episodic_capacity,
+        semantic_capacity=settings.maintenance.semantic_capacity,
+        protect_days=settings.maintenance.eviction_protect_days,
     )
 
 
 def archive_policy(runtime: Runtime) -> ArchivePolicy:
     settings = runtime.settings
-    return ArchivePolicy(after_days=settings.archive_after_days, max_access_count=settings.archive_max_access_count)
+    return ArchivePolicy(
+        after_days=settings.maintenance.archive_after_days,
+        max_access_count=settings.maintenance.archive_max_access_count,
+    )
 
 
 def consolidation_pace(runtime: Runtime) -> ConsolidationPace:
-    return ConsolidationPace(timedelta(days=runtime.settings.consolidation_interval_days))
+    return ConsolidationPace(timedelta(days=runtime.settings.maintenance.consolidation_interval_days))
 
 
 async def maintain_all(
@@ -96,7 +99,7 @@ async def sweep_sessions(
                 logger.info("swept %d idle sessions of tenant %s", len(outcomes), tenant)
     expired = None
     with supervisor.contain("event_retention"):
-        cutoff = runtime.memories.clock.now() - timedelta(days=runtime.settings.event_retention_days)
+        cutoff = runtime.memories.clock.now() - timedelta(days=runtime.settings.maintenance.event_retention_days)
         counts = await runtime.events.expire(cutoff)
         expired = {"events": counts.events, "sessions": counts.sessions}
     return {"ended": ended, "expired": expired}

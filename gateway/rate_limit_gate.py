@@ -159,7 +159,9 @@ def buckets_for(principal: Principal, kind: CallKind, settings: Settings) -> lis
     """The buckets a call of `kind` takes a token from. All keys carry the tenant's hash tag (one Redis Cluster
     slot): `hs:{tenant}:rl:s:<subject>:<kind>` per subject, `hs:{tenant}:rl:t:<kind>` per tenant (tool calls
     only: protocol messages are limited per subject)."""
-    limits: TenantLimits = settings.rate_limit_tenants.get(principal.tenant, settings.rate_limit_default)
+    limits: TenantLimits = settings.rate_limits.rate_limit_tenants.get(
+        principal.tenant, settings.rate_limits.rate_limit_default
+    )
     prefix = f"{tenant_prefix(principal.tenant)}:rl"
     subject_key = f"{prefix}:s:{principal.subject}:{kind}"
     if kind == "protocol":
@@ -253,7 +255,7 @@ class RateLimitGate:
                 if decision.allowed:
                     decision = await limiter.acquire(buckets_for(principal, facts.kind, self.settings), cost)
         except BackendUnavailable as exc:
-            if self.settings.rate_limit_fail_open:
+            if self.settings.rate_limits.rate_limit_fail_open:
                 logger.warning("rate limiter unavailable, failing open: %s", exc.message)
                 await self.app(scope, replay, send)
             else:
@@ -289,7 +291,7 @@ class RateLimitGate:
         if key is None:
             return False
         try:
-            with redis_deadline(runtime.settings.redis_fail_open_timeout_seconds):  # no answer is a no
+            with redis_deadline(runtime.settings.backends.redis_fail_open_timeout_seconds):  # no answer is a no
                 return await runtime.idempotency.done_response(key) is not None
         except BackendUnavailable as exc:
             logger.warning("idempotency store unavailable, charging a write token: %s", exc.message)
@@ -298,14 +300,14 @@ class RateLimitGate:
     def _fail_open_deadline(self) -> AbstractContextManager[None]:
         """A limiter that fails open waits for Redis only `redis_fail_open_timeout_seconds`: a hung Redis
         costs each request that long at most, and nothing once its circuit breaker is open."""
-        if self.settings.rate_limit_fail_open:
-            return redis_deadline(self.settings.redis_fail_open_timeout_seconds)
+        if self.settings.rate_limits.rate_limit_fail_open:
+            return redis_deadline(self.settings.backends.redis_fail_open_timeout_seconds)
         return nullcontext()
 
     async def _buffer(self, receive: Receive, headers: dict[bytes, bytes]) -> tuple[bytes | None, Receive]:
         """The whole body and a `receive` that replays it, or None as soon as the body is known to be over the
         limit: from `Content-Length` before reading anything, else once the chunks read so far exceed it."""
-        limit = self.settings.max_request_bytes
+        limit = self.settings.limits.max_request_bytes
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > limit:
             return None, receive

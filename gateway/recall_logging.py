@@ -40,7 +40,7 @@ class RecallLogEntryJson(TypedDict):
 
 def logging_enabled(call: ToolCall) -> bool:
     runtime = call.runtime
-    return runtime.recall_log is not None and call.principal.tenant in runtime.settings.recall_log_tenants
+    return runtime.recall_log is not None and call.principal.tenant in runtime.settings.observability.recall_log_tenants
 
 
 async def log_recall(call: ToolCall, query: str, returned: list[RecallHit], **arguments: Any) -> None:
@@ -60,7 +60,7 @@ async def log_recall(call: ToolCall, query: str, returned: list[RecallHit], **ar
                 for hit in returned
             ),
         )
-        with redis_deadline(call.runtime.settings.redis_fail_open_timeout_seconds):  # a failure is logged only
+        with redis_deadline(call.runtime.settings.backends.redis_fail_open_timeout_seconds):  # a failure is logged only
             await recall_log.append(call.scope, entry)
     except Exception as exc:
         if isinstance(exc, MemoryEngineError):  # expected (a backend down): no stack needed

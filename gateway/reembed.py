@@ -123,7 +123,7 @@ class Reembedder:
             )
         if to not in EMBEDDERS:
             raise InvalidArgument(f"unknown embedder {to!r}; choose one of {', '.join(EMBEDDERS)}")
-        if to == self.runtime.settings.embedder and to != "remote":
+        if to == self.runtime.settings.models.embedder and to != "remote":
             raise InvalidArgument(f"the gateway already uses {to}")
         self.status = ReembedStatus(
             state="running", phase="loading", from_model=self.vectors.model_id, to_embedder=to, started_at=_now()
@@ -134,7 +134,7 @@ class Reembedder:
     # -- the migration -----------------------------------------------------------------------------------------
     async def _run(self) -> None:
         status = self.status
-        settings = self.runtime.settings.model_copy(update={"embedder": status.to_embedder})
+        settings = self.runtime.settings.replaced(embedder=status.to_embedder)
         embedder: Embedder | None = None
         target: VectorStore | None = None
         switched = False
@@ -145,7 +145,7 @@ class Reembedder:
                 raise InvalidArgument(f"the active index is already built with {embedder.model_id}")
             target, where = await self._open_target(embedder)
             pipeline = for_embedder(
-                embedder.model_id, importance_llm_timeout_seconds=settings.llm_importance_timeout_seconds
+                embedder.model_id, importance_llm_timeout_seconds=settings.models.llm_importance_timeout_seconds
             )
             job = self._job = Reembedding(
                 self.vectors.active, target, embedder, pipeline, admin_scope, self.runtime.memories.keywords
@@ -168,7 +168,7 @@ class Reembedder:
                 verification = await job.verify()
                 self._check(verification)
                 status.verified = verification.total
-                await self._record(embedder, target, where, settings.embedder)
+                await self._record(embedder, target, where, settings.models.embedder)
                 retired = await self.vectors.switch(target, embedder.model_id, embedder.dimension, job.restamp)
                 old_embedder = self.embedders.switch(embedder)
                 weights = scoring_weights(settings, embedder.model_id)
@@ -222,7 +222,7 @@ class Reembedder:
         settings = self.runtime.settings
         source = self.vectors.active
         if isinstance(source, EdgeVectorStore):
-            data_dir = settings.data_dir
+            data_dir = settings.backends.data_dir
             name = active_index.index_directory(embedder.model_id, embedder.dimension)
             if name == active_index.read_pointer(data_dir).directory:
                 raise InvalidArgument(f"{name} is the active index already")
@@ -235,7 +235,7 @@ class Reembedder:
                     model_id=embedder.model_id,
                     dimension=embedder.dimension,
                     search_threads=threads,
-                    cache_points=settings.search_cache_points,
+                    cache_points=settings.backends.search_cache_points,
                 )
             )
             return store, name
@@ -245,7 +245,7 @@ class Reembedder:
 
         if not isinstance(source, QdrantServerStore):
             raise InvalidArgument("this vector store cannot be re-embedded")
-        client, prefix = source.client, settings.qdrant_collection_prefix
+        client, prefix = source.client, settings.backends.qdrant_collection_prefix
         name = collection_name(prefix, embedder.model_id, embedder.dimension)
         active = await qdrant_alias.aliased_collection(client, prefix) or source.collection
         if name == active:
@@ -257,7 +257,7 @@ class Reembedder:
             collection_prefix=prefix,
             model_id=embedder.model_id,
             dimension=embedder.dimension,
-            call_timeout=settings.backend_timeout_seconds,
+            call_timeout=settings.backends.backend_timeout_seconds,
         )
         return collection, name
 
@@ -266,7 +266,7 @@ class Reembedder:
         if isinstance(target, EdgeVectorStore):
             await anyio.to_thread.run_sync(
                 active_index.write_pointer,
-                self.runtime.settings.data_dir,
+                self.runtime.settings.backends.data_dir,
                 where,
                 embedder.model_id,
                 embedder.dimension,
@@ -278,7 +278,9 @@ class Reembedder:
 
             source = self.vectors.active
             assert isinstance(source, QdrantServerStore)  # _open_target opened a collection beside this one
-            await qdrant_alias.point_alias(source.client, self.runtime.settings.qdrant_collection_prefix, where)
+            await qdrant_alias.point_alias(
+                source.client, self.runtime.settings.backends.qdrant_collection_prefix, where
+            )
 
     async def _retire(self, old: VectorStore, old_embedder: Embedder) -> None:
         if isinstance(old, EdgeVectorStore):  # a server store shares its client with the new one: kept open
@@ -296,13 +298,15 @@ class Reembedder:
     async def _inactive(self) -> list[str]:
         active = self.vectors.active
         if isinstance(active, EdgeVectorStore):
-            return await anyio.to_thread.run_sync(active_index.inactive_directories, self.runtime.settings.data_dir)
+            return await anyio.to_thread.run_sync(
+                active_index.inactive_directories, self.runtime.settings.backends.data_dir
+            )
         from memory.stores import qdrant_alias
         from memory.stores.qdrant_server import QdrantServerStore
 
         if not isinstance(active, QdrantServerStore):
             return []
-        prefix = self.runtime.settings.qdrant_collection_prefix
+        prefix = self.runtime.settings.backends.qdrant_collection_prefix
         current = await qdrant_alias.aliased_collection(active.client, prefix) or active.collection
         return await qdrant_alias.inactive_collections(active.client, prefix, current)
 
@@ -314,7 +318,9 @@ class Reembedder:
         active = self.vectors.active
         for name in dropped:
             if isinstance(active, EdgeVectorStore):
-                await anyio.to_thread.run_sync(active_index.remove_directory, self.runtime.settings.data_dir, name)
+                await anyio.to_thread.run_sync(
+                    active_index.remove_directory, self.runtime.settings.backends.data_dir, name
+                )
             else:  # a server store (qdrant-client installed): `_inactive` listed its collections
                 from memory.stores.qdrant_server import QdrantServerStore
 

@@ -99,12 +99,12 @@ class RefusalLimiter:
         on_limited: Callable[[], None] | None = None,
     ) -> None:
         self.app = app
-        per_second = settings.refusal_limit_per_minute / 60.0
-        capacity = float(settings.refusal_limit_burst)
+        per_second = settings.rate_limits.refusal_limit_per_minute / 60.0
+        capacity = float(settings.rate_limits.refusal_limit_burst)
         self.addresses = RefusalBuckets(per_second, capacity, clock) if per_second > 0 else None
         self.tokens = RefusalBuckets(per_second, capacity, clock)
         self.known = KnownTokens()
-        self.fingerprint_bytes = settings.jwt_max_token_bytes + len("Bearer ")
+        self.fingerprint_bytes = settings.auth.jwt_max_token_bytes + len("Bearer ")
         self.on_limited = on_limited
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

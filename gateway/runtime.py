@@ -21,7 +21,7 @@ from memory.errors import InvalidArgument
 from memory.events import EventStore
 from memory.llm import ChatClient, ChatConfig, ChatSummarizer
 from memory.ports import Embedder, VectorStore, WorkingMemoryStore
-from memory.recall.scoring import ScoringWeights, calibrated_shares
+from memory.recall.scoring import SHARES, ScoringWeights, calibrated_shares
 from memory.recall_log import RecallLog
 from memory.service import MemoryService
 from memory.sessions import SessionService
@@ -77,40 +77,23 @@ class Runtime:
 
 def engine_limits(settings: Settings) -> EngineLimits:
     return EngineLimits(
-        max_content_chars=settings.max_content_chars,
-        default_top_k=min(settings.default_top_k, settings.max_top_k),
-        max_top_k=settings.max_top_k,
-        max_query_chars=min(settings.max_query_chars, settings.max_content_chars),
-        max_token_budget=settings.max_token_budget,
-        recall_candidates=settings.recall_candidates,
-        max_batch_items=settings.max_batch_items,
-        working_window=settings.working_memory_turns,
-        working_ttl_seconds=settings.working_memory_ttl_seconds,
+        max_content_chars=settings.limits.max_content_chars,
+        default_top_k=min(settings.limits.default_top_k, settings.limits.max_top_k),
+        max_top_k=settings.limits.max_top_k,
+        max_query_chars=min(settings.limits.max_query_chars, settings.limits.max_content_chars),
+        max_token_budget=settings.limits.max_token_budget,
+        recall_candidates=settings.limits.recall_candidates,
+        max_batch_items=settings.limits.max_batch_items,
+        working_window=settings.limits.working_memory_turns,
+        working_ttl_seconds=settings.limits.working_memory_ttl_seconds,
     )
 
 
 def scoring_weights(settings: Settings, model_id: str) -> ScoringWeights:
-    """The default recall weights from settings; an unset share is the one calibrated for the embedder."""
-    explicit = {
-        "dense_share": settings.weight_dense_share,
-        "cjk_dense_share": settings.weight_cjk_dense_share,
-        "cross_script_share": settings.weight_cross_script_share,
-    }
-    return ScoringWeights(
-        similarity=settings.weight_similarity,
-        recency=settings.weight_recency,
-        importance=settings.weight_importance,
-        access_frequency=settings.weight_access_frequency,
-        recency_decay_per_hour=settings.recency_decay_per_hour,
-        **calibrated_shares(model_id, explicit),  # type: ignore[arg-type]
-        context=settings.weight_context,
-        session=settings.weight_session,
-        feedback=settings.weight_feedback,
-        speaker=settings.weight_speaker,
-        when=settings.weight_when,
-        question=settings.weight_question,
-        passed_plan=settings.weight_passed_plan,
-    )
+    """The default recall weights: the settings' (`ScoringWeights` as the engine declares it), each share not set
+    explicitly the one calibrated for the embedder."""
+    explicit = {name: getattr(settings.weights, name) for name in SHARES if name in settings.weights_set}
+    return replace(settings.weights, **calibrated_shares(model_id, explicit))  # type: ignore[arg-type]
 
 
 def tenant_scoring_weights(settings: Settings, defaults: ScoringWeights) -> dict[str, ScoringWeights]:
@@ -122,37 +105,37 @@ def tenant_scoring_weights(settings: Settings, defaults: ScoringWeights) -> dict
 
 
 def remote_embedder_config(settings: Settings) -> RemoteEmbedderConfig | None:
-    if settings.embedder != "remote":
+    if settings.models.embedder != "remote":
         return None
-    if not settings.embedder_url or not settings.embedder_model:
+    if not settings.models.embedder_url or not settings.models.embedder_model:
         raise InvalidArgument("HINDSIGHT_EMBEDDER=remote needs HINDSIGHT_EMBEDDER_URL and HINDSIGHT_EMBEDDER_MODEL")
     return RemoteEmbedderConfig(
-        base_url=settings.embedder_url,
-        model=settings.embedder_model,
-        api_key=settings.embedder_api_key.get_secret_value() if settings.embedder_api_key else None,
-        dimension=settings.embedder_dimension,
-        batch_size=settings.embedder_batch_size,
-        timeout_seconds=settings.embedder_timeout_seconds,
-        query_prefix=settings.embedder_query_prefix,
-        document_prefix=settings.embedder_document_prefix,
+        base_url=settings.models.embedder_url,
+        model=settings.models.embedder_model,
+        api_key=settings.models.embedder_api_key.get_secret_value() if settings.models.embedder_api_key else None,
+        dimension=settings.models.embedder_dimension,
+        batch_size=settings.models.embedder_batch_size,
+        timeout_seconds=settings.models.embedder_timeout_seconds,
+        query_prefix=settings.models.embedder_query_prefix,
+        document_prefix=settings.models.embedder_document_prefix,
     )
 
 
 def chat_client(settings: Settings) -> ChatClient | None:
     """The optional LLM (an OpenAI-compatible chat API) for consolidation summaries and importance, when
     configured."""
-    if not settings.llm_url:
+    if not settings.models.llm_url:
         return None
-    if not settings.llm_model:
+    if not settings.models.llm_model:
         raise InvalidArgument("HINDSIGHT_LLM_URL needs HINDSIGHT_LLM_MODEL")
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    return ChatClient(ChatConfig(base_url=settings.llm_url, model=settings.llm_model, api_key=key))
+    key = settings.models.llm_api_key.get_secret_value() if settings.models.llm_api_key else None
+    return ChatClient(ChatConfig(base_url=settings.models.llm_url, model=settings.models.llm_model, api_key=key))
 
 
 async def open_embedder(settings: Settings) -> Embedder:
     """The configured embedder; a remote one is probed once so its vector size is known before the store opens."""
     remote = remote_embedder_config(settings)
-    embedder = await anyio.to_thread.run_sync(build_embedder, settings.embedder, remote)
+    embedder = await anyio.to_thread.run_sync(build_embedder, settings.models.embedder, remote)
     if isinstance(embedder, RemoteEmbedder):
         await embedder.probe()
     return embedder
@@ -160,32 +143,32 @@ async def open_embedder(settings: Settings) -> Embedder:
 
 async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
     """The embedded engine under the data dir, or a Qdrant server when `qdrant_url` is set."""
-    if settings.qdrant_url:
+    if settings.backends.qdrant_url:
         from qdrant_client import AsyncQdrantClient
 
         from memory.stores.qdrant_alias import collection_to_open
         from memory.stores.qdrant_server import QdrantServerStore
 
-        if settings.qdrant_url == ":memory:":  # qdrant-client's local mode: the server code path, for tests
+        if settings.backends.qdrant_url == ":memory:":  # qdrant-client's local mode: the server code path, for tests
             client = AsyncQdrantClient(location=":memory:")
         else:
-            api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
-            timeout = max(1, math.ceil(settings.backend_timeout_seconds))
-            client = AsyncQdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=timeout)
+            api_key = settings.backends.qdrant_api_key.get_secret_value() if settings.backends.qdrant_api_key else None
+            timeout = max(1, math.ceil(settings.backends.backend_timeout_seconds))
+            client = AsyncQdrantClient(url=settings.backends.qdrant_url, api_key=api_key, timeout=timeout)
         try:  # through the alias a re-embedding switched, if any (memory.stores.qdrant_alias)
-            aliased = await collection_to_open(client, settings.qdrant_collection_prefix, embedder.model_id)
+            aliased = await collection_to_open(client, settings.backends.qdrant_collection_prefix, embedder.model_id)
             return await QdrantServerStore.open(
                 client,
-                collection_prefix=settings.qdrant_collection_prefix,
+                collection_prefix=settings.backends.qdrant_collection_prefix,
                 model_id=embedder.model_id,
                 dimension=embedder.dimension,
                 collection=aliased,
-                call_timeout=settings.backend_timeout_seconds,
+                call_timeout=settings.backends.backend_timeout_seconds,
             )
         except BaseException:
             await client.close()
             raise
-    store_path = active_directory(settings.data_dir, embedder.model_id)  # the one a re-embedding switched to
+    store_path = active_directory(settings.backends.data_dir, embedder.model_id)  # the one a re-embedding switched to
     threads = search_threads(settings)
     return await anyio.to_thread.run_sync(
         lambda: EdgeVectorStore.open(
@@ -193,7 +176,7 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
             model_id=embedder.model_id,
             dimension=embedder.dimension,
             search_threads=threads,
-            cache_points=settings.search_cache_points,
+            cache_points=settings.backends.search_cache_points,
         )
     )
 
@@ -201,4 +184,4 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
 def search_threads(settings: Settings) -> int | None:
     """The embedded engine's search threads `HINDSIGHT_SEARCH_THREADS` sets (None for auto: sized to the machine
     by `memory.stores.edge_shard.search_threads`)."""
-    return None if settings.search_threads == "auto" else settings.search_threads
+    return None if settings.backends.search_threads == "auto" else settings.backends.search_threads

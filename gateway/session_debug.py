@@ -58,7 +58,7 @@ async def session_debug(runtime: Runtime, scope: NamespaceScope, session_id: str
             break
     recalls = []
     if runtime.recall_log is not None:
-        limit = runtime.settings.recall_log_max_entries
+        limit = runtime.settings.observability.recall_log_max_entries
         recalls = await runtime.recall_log.entries(scope, limit=limit, session_id=session_id)
     return {
         "tenant": scope.tenant,

@@ -36,7 +36,7 @@ class SharedState:
 
 
 def shared_state(settings: Settings, clock: Clock) -> SharedState:
-    if settings.redis_url:
+    if settings.backends.redis_url:
         from memory.events import RedisEventStore
         from memory.locking.redis_lock import RedisNamespaceLocks
         from memory.recall_log import RedisRecallLog
@@ -47,36 +47,36 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
 
         breaker = CircuitBreaker(
             "redis",
-            threshold=settings.redis_breaker_threshold,
-            cooldown_seconds=settings.redis_breaker_cooldown_seconds,
-            min_silence_seconds=settings.redis_breaker_silence_seconds,
+            threshold=settings.backends.redis_breaker_threshold,
+            cooldown_seconds=settings.backends.redis_breaker_cooldown_seconds,
+            min_silence_seconds=settings.backends.redis_breaker_silence_seconds,
         )
         client = open_redis(
-            settings.redis_url,
-            cluster=settings.redis_cluster,
-            timeout_seconds=settings.backend_timeout_seconds,
+            settings.backends.redis_url,
+            cluster=settings.backends.redis_cluster,
+            timeout_seconds=settings.backends.backend_timeout_seconds,
             breaker=breaker,
         )
         return SharedState(
             working=RedisWorkingMemory(client, clock),
             idempotency=RedisIdempotency(
                 client,
-                retention_seconds=settings.idempotency_retention_seconds,
-                wait_timeout_seconds=settings.idempotency_wait_seconds,
-                lease_seconds=settings.idempotency_lease_seconds,
+                retention_seconds=settings.rate_limits.idempotency_retention_seconds,
+                wait_timeout_seconds=settings.rate_limits.idempotency_wait_seconds,
+                lease_seconds=settings.rate_limits.idempotency_lease_seconds,
             ),
-            limiter=RedisRateLimiter(client) if settings.rate_limit_enabled else None,
+            limiter=RedisRateLimiter(client) if settings.rate_limits.rate_limit_enabled else None,
             locks=RedisNamespaceLocks(
                 client,
-                wait_seconds=settings.backend_timeout_seconds * 2,
-                release_seconds=settings.redis_fail_open_timeout_seconds,
+                wait_seconds=settings.backends.backend_timeout_seconds * 2,
+                release_seconds=settings.backends.redis_fail_open_timeout_seconds,
             ),
             events=RedisEventStore(client),
             recall_log=RedisRecallLog(
                 client,
                 clock,
-                max_entries=settings.recall_log_max_entries,
-                max_age_seconds=settings.recall_log_max_age_seconds,
+                max_entries=settings.observability.recall_log_max_entries,
+                max_age_seconds=settings.observability.recall_log_max_age_seconds,
             ),
             close=client.aclose,
             redis_breaker=breaker,
@@ -85,7 +85,7 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
     from tenancy.rate_limits import InProcessRateLimiter
 
     working = InProcessWorkingMemory(clock)
-    events = SqliteEventStore.open(settings.data_dir / EVENTS_FILE)
+    events = SqliteEventStore.open(settings.backends.data_dir / EVENTS_FILE)
 
     async def close() -> None:
         await working.close()
@@ -94,15 +94,19 @@ def shared_state(settings: Settings, clock: Clock) -> SharedState:
     return SharedState(
         working=working,
         idempotency=InProcessIdempotency(
-            retention_seconds=settings.idempotency_retention_seconds,
-            wait_timeout_seconds=settings.idempotency_wait_seconds,
-            lease_seconds=settings.idempotency_lease_seconds,
+            retention_seconds=settings.rate_limits.idempotency_retention_seconds,
+            wait_timeout_seconds=settings.rate_limits.idempotency_wait_seconds,
+            lease_seconds=settings.rate_limits.idempotency_lease_seconds,
         ),
-        limiter=InProcessRateLimiter(lambda: clock.now().timestamp()) if settings.rate_limit_enabled else None,
-        locks=InProcessNamespaceLocks(wait_seconds=settings.backend_timeout_seconds * 2),
+        limiter=InProcessRateLimiter(lambda: clock.now().timestamp())
+        if settings.rate_limits.rate_limit_enabled
+        else None,
+        locks=InProcessNamespaceLocks(wait_seconds=settings.backends.backend_timeout_seconds * 2),
         events=events,
         recall_log=InProcessRecallLog(
-            clock, max_entries=settings.recall_log_max_entries, max_age_seconds=settings.recall_log_max_age_seconds
+            clock,
+            max_entries=settings.observability.recall_log_max_entries,
+            max_age_seconds=settings.observability.recall_log_max_age_seconds,
         ),
         close=close,
     )

@@ -1,8 +1,8 @@
 """OpenTelemetry tracing: the tracer provider of one app, configured by the standard OTel variables, and the
 helpers that make spans.
 
-Which exporters run is `Settings.otel_traces_exporters()`: none with `OTEL_SDK_DISABLED=true`; else those
-`OTEL_TRACES_EXPORTER` names (`otlp`, `console`, `none`); unset, the old `HINDSIGHT_OTEL_ENABLED` if it is set
+Which exporters run is `settings.observability.otel_traces_exporters()`: none with `OTEL_SDK_DISABLED=true`; else
+those `OTEL_TRACES_EXPORTER` names (`otlp`, `console`, `none`); unset, the old `HINDSIGHT_OTEL_ENABLED` if it is set
 (true: `otlp`, false: none), else `otlp` when `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` is set, else none (spans are
 no-ops). The OTLP exporter speaks http/protobuf (the only one installed; `grpc` is refused when Settings are
 read), is given the endpoint Settings read, and reads its other `OTEL_EXPORTER_OTLP_*` variables (headers,
@@ -38,7 +38,7 @@ def build_tracer_provider(settings: Settings) -> TracerProvider | None:
     """A provider with a batching processor per configured exporter, or None when tracing is off (no-op spans).
 
     The caller owns it: `shutdown()` flushes what is queued (the app's lifespan does it on the way out)."""
-    exporters = settings.otel_traces_exporters()
+    exporters = settings.observability.otel_traces_exporters()
     if not exporters:
         return None
     provider = TracerProvider(resource=service_resource(), shutdown_on_exit=False)
@@ -51,10 +51,10 @@ def otlp_traces_endpoint(settings: Settings) -> str | None:
     """Where OTLP spans are posted: the signal URL as given, else the base URL + `/v1/traces` (the spec's rule),
     else None (the exporter's default, http://localhost:4318/v1/traces). Passed to the exporter explicitly so that
     a value Settings read from `.env` is the one used."""
-    if settings.otel_exporter_otlp_traces_endpoint:
-        return settings.otel_exporter_otlp_traces_endpoint
-    if settings.otel_exporter_otlp_endpoint:
-        return settings.otel_exporter_otlp_endpoint.removesuffix("/") + TRACES_PATH
+    if settings.observability.otel_exporter_otlp_traces_endpoint:
+        return settings.observability.otel_exporter_otlp_traces_endpoint
+    if settings.observability.otel_exporter_otlp_endpoint:
+        return settings.observability.otel_exporter_otlp_endpoint.removesuffix("/") + TRACES_PATH
     return None
 
 

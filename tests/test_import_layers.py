@@ -1,6 +1,7 @@
-"""The layers hold by test (docs/DESIGN.md § "Shape"): `gateway/` may import `tenancy/`, `memory/` and `ops/`;
-`tenancy/` may import `memory/` (the `NamespaceScope` it alone builds) and `ops/`; `memory/` only `ops/`; `ops/`
-none of them. And no module imports itself back through others: no import circle, whether the import sits at the
+"""The layers hold by test (docs/DESIGN.md § "Shape"): `gateway/` may import `tenancy/`, `ops/` and `memory/`;
+`tenancy/` may import `ops/` and `memory/` (the `NamespaceScope` it alone builds); `ops/` only `memory/` (the
+engine's models its settings hold, as the recall weights); `memory/` none of them (the engine knows nothing of
+configuration). And no module imports itself back through others: no import circle, whether the import sits at the
 top of a module, inside a function or under `TYPE_CHECKING` (none is there to dodge a circle).
 
 Every import statement of every module of the four packages is read with `ast` (nothing is imported); and every
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = ("gateway", "tenancy", "memory", "ops")  # each may import those after it, never one before it
+LAYERS = ("gateway", "tenancy", "ops", "memory")  # each may import those after it, never one before it
 
 
 def modules(root: Path = REPO) -> dict[str, Path]:
@@ -146,7 +147,8 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
             [],
             [["gateway.a", "gateway.b", "gateway.c"]],
         ),
-        ({"gateway/a.py": "from memory.b import y\n", "memory/b.py": "import ops.c\n", "ops/c.py": ""}, [], []),
+        ({"gateway/a.py": "from ops.b import y\n", "ops/b.py": "import memory.c\n", "memory/c.py": ""}, [], []),
+        ({"memory/a.py": "import ops.b\n", "ops/b.py": ""}, ["memory.a (line 1) imports ops.b"], []),
     ],
 )
 def test_the_check_finds_an_upward_import_and_a_circle_however_it_is_written(

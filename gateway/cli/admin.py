@@ -44,10 +44,10 @@ def data_dir_in_use(settings: Settings) -> bool:
     """True when another process (a running server) holds the embedded store's lock in this data directory.
     Checked before the runtime opens (and loads the embedding model) to say so plainly; the store's own lock
     (`memory/stores/edge.py`) still decides."""
-    if settings.qdrant_url:
+    if settings.backends.qdrant_url:
         return False
-    active = read_pointer(settings.data_dir).directory  # the active index (a re-embedding may have moved it)
-    lock = settings.data_dir / active / "LOCK"
+    active = read_pointer(settings.backends.data_dir).directory  # the active index (a re-embedding may have moved it)
+    lock = settings.backends.data_dir / active / "LOCK"
     try:
         fd = os.open(lock, os.O_RDWR)
     except FileNotFoundError:
@@ -64,7 +64,7 @@ def data_dir_in_use(settings: Settings) -> bool:
 def direct_settings(hint: str) -> Settings:
     settings = Settings()
     if data_dir_in_use(settings):
-        where = settings.data_dir.resolve()
+        where = settings.backends.data_dir.resolve()
         raise CommandFailed(f"the data directory {where} is in use by a running server ({hint})")
     return settings
 
@@ -93,8 +93,8 @@ async def admin_client(args: argparse.Namespace) -> AsyncIterator[Client]:
         write=[],
         admin=True,
         ttl_seconds=3600,
-        issuer=settings.jwt_issuer,
-        audience=settings.jwt_audience,
+        issuer=settings.auth.jwt_issuer,
+        audience=settings.auth.jwt_audience,
     )
     app = create_app(settings)
     base = "http://127.0.0.1:8080"

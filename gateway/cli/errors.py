@@ -22,6 +22,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 from pydantic import ValidationError
 
+from ops.config import setting_at
+
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -180,7 +182,7 @@ def _reason(error: BaseException) -> str:
 
 def _invalid_settings(error: ValidationError) -> str:
     first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"])
+    field = setting_at(first["loc"])  # the variable's name: the setting's flat name, not its group
     where = f"HINDSIGHT_{field.upper()}" if field else "settings"
     more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
     return f"invalid setting {where}: {first['msg']}{more}"

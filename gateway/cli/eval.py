@@ -158,7 +158,7 @@ async def run_locomo(args: argparse.Namespace) -> int:
         f"`hindsight eval locomo --data {Path(args.data).name}"
         + (f" --limit-conversations {args.limit_conversations}" if args.limit_conversations else "")
         + (" --grid" if args.grid else "")
-        + f"`, {datetime.now(UTC):%Y-%m-%d}, commit {_commit()}, embedder {settings.embedder}, default weights. "
+        + f"`, {datetime.now(UTC):%Y-%m-%d}, commit {_commit()}, embedder {settings.models.embedder}, default weights. "
         f"Every turn is written with `write_memory` (one `request_id` per turn, `occurred_at` = the turn's time, "
         f"`session_id` per LoCoMo session) and every question asked with `recall_memory` (`top_k` 10) through "
         f"a real MCP client against {where}, {limits}, on the system clock: the questions are asked now, as a "
@@ -193,7 +193,7 @@ async def run_memorybank(args: argparse.Namespace) -> int:
                 where = t.where
         finally:
             progress.close()
-    header = eval_memorybank.header(directory, _commit(), settings.embedder, where, args.evidence)
+    header = eval_memorybank.header(directory, _commit(), settings.models.embedder, where, args.evidence)
     section = eval_memorybank.render(
         scores, header, memorybank.user_names(directory), conversations, eval_memorybank.labelled_by(args.evidence)
     )

@@ -61,21 +61,22 @@ def _secret(settings: Settings) -> str:
 def _existing_secret(settings: Settings) -> str:
     """The secret `hindsight token` signs with: the configured one, or the dev secret a server already created in
     the data directory. Never a new one: a server would refuse the tokens it signs."""
-    keys = (settings.jwt_secret, settings.jwt_public_key, settings.jwt_jwks_url)  # as `jwt_settings` reads them
-    if all(key is None for key in keys) and load_dev_secret(settings.data_dir) is None:
+    auth = settings.auth
+    keys = (auth.jwt_secret, auth.jwt_public_key, auth.jwt_jwks_url)  # as `jwt_settings` reads them
+    if all(key is None for key in keys) and load_dev_secret(settings.backends.data_dir) is None:
         raise CommandFailed(_no_secret_message(settings))
     return _secret(settings)
 
 
 def _no_secret_message(settings: Settings) -> str:
-    path = settings.data_dir.resolve() / SECRET_FILENAME
+    path = settings.backends.data_dir.resolve() / SECRET_FILENAME
     environ = {name.upper(): value for name, value in os.environ.items() if value}
-    if "data_dir" not in settings.model_fields_set:
+    if "data_dir" not in settings.backends.model_fields_set:
         source = f"HINDSIGHT_DATA_DIR is not set: the default ./data of {Path.cwd()}"
     elif "HINDSIGHT_DATA_DIR" in environ:
         source = f"HINDSIGHT_DATA_DIR={environ['HINDSIGHT_DATA_DIR']}"
     else:
-        source = f"HINDSIGHT_DATA_DIR={settings.data_dir} from {Path('.env').resolve()}"
+        source = f"HINDSIGHT_DATA_DIR={settings.backends.data_dir} from {Path('.env').resolve()}"
     return (
         f"no JWT secret to sign the token with: HINDSIGHT_JWT_SECRET is not set and {path} does not exist "
         f"({source}). Start `hindsight serve` once with these settings to create it (a server started in another "
@@ -104,8 +105,8 @@ def _mint(settings: Settings, args: argparse.Namespace, read: list[str], write: 
         admin=args.admin,
         scopes=[SCOPE_READ, SCOPE_WRITE, SCOPE_OPERATOR] if args.operator else None,
         ttl_seconds=args.ttl,
-        issuer=settings.jwt_issuer,
-        audience=settings.jwt_audience,
+        issuer=settings.auth.jwt_issuer,
+        audience=settings.auth.jwt_audience,
     )
 
 
@@ -180,17 +181,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = Settings()
     if args.host:
-        settings.host = args.host
+        settings.serving.host = args.host
     if args.port:
-        settings.port = args.port
+        settings.serving.port = args.port
     if args.debug:
-        settings.log_level = "debug"
-    reexec_with_jemalloc(settings.jemalloc)  # returns unless it replaces this process (ops/allocator.py)
+        settings.observability.log_level = "debug"
+    reexec_with_jemalloc(settings.serving.jemalloc)  # returns unless it replaces this process (ops/allocator.py)
     if data_dir_in_use(settings):
-        where = settings.data_dir.resolve()
+        where = settings.backends.data_dir.resolve()
         hint = "stop it, or give this one another HINDSIGHT_DATA_DIR"
         raise CommandFailed(f"the data directory {where} is in use by a running server ({hint})")
-    check_port_free(settings.host, settings.port)
+    check_port_free(settings.serving.host, settings.serving.port)
     if args.print_token:
         token = mint_token(
             _secret(settings),
@@ -199,8 +200,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             read=DEV_NAMESPACES,
             write=DEV_NAMESPACES,
             ttl_seconds=30 * 24 * 3600,
-            issuer=settings.jwt_issuer,
-            audience=settings.jwt_audience,
+            issuer=settings.auth.jwt_issuer,
+            audience=settings.auth.jwt_audience,
         )
         print(f"\nhindsight: MCP endpoint {settings.mcp_url}")
         print(f"dev token (tenant {DEV_TENANT}, namespaces {', '.join(DEV_NAMESPACES)}, 30 days):\n\n  {token}\n")
@@ -209,18 +210,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         uvicorn.run(
             create_app(settings, settle_interpreter=True),
-            host=settings.host,
-            port=settings.port,
-            log_level=settings.log_level,
+            host=settings.serving.host,
+            port=settings.serving.port,
+            log_level=settings.observability.log_level,
             log_config=None,  # keep the JSON handler of `main`
             proxy_headers=True,
-            forwarded_allow_ips=settings.forwarded_allow_ips,
+            forwarded_allow_ips=settings.serving.forwarded_allow_ips,
             http=guarded_protocol(settings),  # header and body deadlines, connection caps (gateway/connections.py)
             ws="none",  # no WebSocket upgrades: a connection stays the guarded protocol's
         )
     except SystemExit as exc:  # uvicorn exits when the port is taken or the app's startup fails
         if exc.code:
-            address = f"{settings.host}:{settings.port}"
+            address = f"{settings.serving.host}:{settings.serving.port}"
             raise CommandFailed(
                 f"the server did not start on {address} (the log line above says why; "
                 "HINDSIGHT_HOST and HINDSIGHT_PORT choose the address)"
@@ -306,7 +307,7 @@ def log_level(args: argparse.Namespace) -> str:
     if args.debug:
         return "debug"
     try:
-        return Settings().log_level
+        return Settings().observability.log_level
     except ValidationError:  # another setting is invalid: the command reports it as its error line
         return "debug" if os.environ.get("HINDSIGHT_LOG_LEVEL", "").lower() == "debug" else "info"
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import math
+import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
+from functools import cache
+from typing import Annotated, get_args, get_type_hints
+
+from pydantic import Field
 
 from memory.errors import InvalidArgument
 from memory.models import Memory, ScoreParts
@@ -13,69 +18,104 @@ from memory.models import Memory, ScoreParts
 
 @dataclass(frozen=True, slots=True)
 class ScoringWeights:
+    """The recall weights, declared once: each field's default, bounds and description here are what the engine
+    checks (`InvalidArgument`), what the gateway's settings validate (`HINDSIGHT_WEIGHT_*`) and what a tenant's
+    overrides are held to (`ops.settings.weights`). The bounds are pydantic `Field` metadata: the engine reads them
+    itself (`__post_init__`), so it needs no configuration library to be used."""
+
     # relevance leads; the other signals order memories of about equal relevance (DESIGN's 0.5/0.2/0.2/0.1 let a
     # recent, important memory of middling relevance beat the best match: -5 points of LoCoMo recall@10)
-    similarity: float = 0.85
-    recency: float = 0.05
-    importance: float = 0.05
-    access_frequency: float = 0.05
-    recency_decay_per_hour: float = 0.01  # recency = exp(-λ · hours since last update)
-    access_saturation: int = 50  # access_count at which access_frequency reaches 1
+    similarity: Annotated[float, Field(ge=0, description="Weight of relevance in the score.")] = 0.85
+    recency: Annotated[float, Field(ge=0, description="Weight of recency in the score.")] = 0.05
+    importance: Annotated[float, Field(ge=0, description="Weight of importance in the score.")] = 0.05
+    access_frequency: Annotated[float, Field(ge=0, description="Weight of how often it was recalled.")] = 0.05
+    recency_decay_per_hour: Annotated[
+        float, Field(ge=0, description="λ of recency = exp(-λ · hours since the last update).")
+    ] = 0.01
+    access_saturation: Annotated[int, Field(ge=1, description="access_count at which access_frequency reaches 1.")] = 50
     # how the similarity part is made (memory.recall.ranking): the dense cosine's share beside BM25, and how much a
     # match lifts the next turn of its conversation (`context`; the turn before it gets a third of that) and the
     # other memories of its session (`session`)
-    dense_share: float = 0.3  # calibrated per model: memory.recall.scoring._CALIBRATED
-    # the dense share for a query in Chinese, Japanese or Korean (None: `dense_share`): an English static model's
-    # cosine on CJK text is mostly noise (calibrated per model)
-    cjk_dense_share: float | None = None
-    # the relevance share of the scaled cosine for a candidate in the other script than the query (a Chinese
-    # memory for an English question and the reverse), which BM25 cannot match (None: the usual mix, whose keyword
-    # half is then 0; calibrated for a multilingual model)
-    cross_script_share: float | None = None
-    context: float = 0.3
-    session: float = 0.3
-    # weight of the words pseudo-relevance feedback adds to the keyword query (memory.recall.feedback); 0: one search
-    feedback: float = 0.2
-    # cues (memory.recall.cues, memory.recall.ranking): a memory spoken by someone the query names is lifted by
-    # `speaker`, one that says when by `when` if the query asks when; one that ends in a question is lowered by
-    # `question`
-    speaker: float = 0.4
-    when: float = 0.2
-    question: float = 0.15
-    # a match that asks a question lifts the turn after it (its answer) this many times the usual context lift
-    answer_lift: float = 2.0
-    # a plan whose day has passed (memory.hidden.passed_plan) stays recallable as history, its relevance times this
-    # for a question about the present ("...now?", "目前..."); 1 (off) by default: the plan reading is not sure
-    # enough on fresh text to lower a memory for it (bench/FINDINGS.md), and lowering gained nothing on LoCoMo
-    passed_plan: float = 1.0
+    dense_share: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=1,
+            description="Dense cosine's share of relevance beside BM25 (unset: calibrated per embedder, _CALIBRATED).",
+        ),
+    ] = 0.3
+    # an English static model's cosine on CJK text is mostly noise (calibrated per model)
+    cjk_dense_share: Annotated[
+        float | None,
+        Field(
+            ge=0,
+            le=1,
+            description="Dense share for a Chinese, Japanese or Korean query (unset: calibrated per embedder; None: "
+            "dense_share).",
+        ),
+    ] = None
+    # a Chinese memory for an English question and the reverse, which BM25 cannot match (None: the usual mix, whose
+    # keyword half is then 0; calibrated for a multilingual model)
+    cross_script_share: Annotated[
+        float | None,
+        Field(
+            ge=0,
+            le=1,
+            description="Share of the cosine for a memory in the other script than the query (unset: per embedder).",
+        ),
+    ] = None
+    context: Annotated[float, Field(ge=0, description="How much a matching turn lifts the turn that follows it.")] = 0.3
+    session: Annotated[float, Field(ge=0, description="How much a session's best match lifts its other memories.")] = (
+        0.3
+    )
+    # pseudo-relevance feedback (memory.recall.feedback)
+    feedback: Annotated[
+        float,
+        Field(
+            ge=0, le=1, description="Weight of the words pseudo-relevance feedback adds to the keyword query (0: off)."
+        ),
+    ] = 0.2
+    # cues (memory.recall.cues, memory.recall.ranking)
+    speaker: Annotated[float, Field(ge=0, description="Lift of a memory spoken by someone the query names.")] = 0.4
+    when: Annotated[float, Field(ge=0, description="Lift of a memory that says when, for a query that asks when.")] = (
+        0.2
+    )
+    question: Annotated[
+        float, Field(ge=0, le=1, description="Share by which a memory that ends in a question is lowered.")
+    ] = 0.15
+    answer_lift: Annotated[
+        float,
+        Field(
+            ge=0,
+            description="A match that asks a question lifts the turn after it (its answer) this many times "
+            "the usual context lift.",
+        ),
+    ] = 2.0
+    # a plan whose day has passed (memory.hidden.passed_plan) stays recallable as history; 1 (off) by default: the
+    # plan reading is not sure enough on fresh text to lower a memory for it (bench/FINDINGS.md), and lowering
+    # gained nothing on LoCoMo
+    passed_plan: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=1,
+            description="Factor on the relevance of a plan whose day has passed (kept as history) for a question "
+            "about the present (now, currently, still, 现在, 目前).",
+        ),
+    ] = 1.0
 
     def __post_init__(self) -> None:
-        weights = (self.similarity, self.recency, self.importance, self.access_frequency)
-        lifts = (
-            self.dense_share,
-            self.context,
-            self.session,
-            self.feedback,
-            self.speaker,
-            self.when,
-            self.question,
-            self.answer_lift,
-        )
-        factors = (*lifts, self.passed_plan)
-        if not all(math.isfinite(w) for w in (*weights, *factors, self.recency_decay_per_hour)):
-            raise InvalidArgument("scoring weights and the recency decay must be finite numbers")
-        if any(w < 0 for w in weights) or sum(weights) <= 0:
-            raise InvalidArgument("scoring weights must be non-negative and not all zero")
-        if self.recency_decay_per_hour < 0 or self.access_saturation < 1:
-            raise InvalidArgument("recency decay must be >= 0 and access saturation >= 1")
-        optional = (self.cjk_dense_share or 0.0, self.cross_script_share or 0.0)
-        shares = (self.dense_share, self.feedback, self.question, self.passed_plan, *optional)
-        if not all(math.isfinite(share) and 0 <= share <= 1 for share in shares):
-            raise InvalidArgument(
-                "the dense, cross-script, feedback, question and passed-plan shares must lie in [0, 1]"
-            )
-        if min(self.context, self.session, self.speaker, self.when, self.answer_lift) < 0:
-            raise InvalidArgument("the context, session, speaker, when and answer lifts must be >= 0")
+        for name, bounds in _bounds().items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not math.isfinite(value):
+                raise InvalidArgument(f"the scoring weight {name} must be a finite number")
+            for bound in bounds:
+                if not bound(value):
+                    raise InvalidArgument(f"the scoring weight {name} must be {bound}, not {value}")
+        if self.similarity + self.recency + self.importance + self.access_frequency <= 0:
+            raise InvalidArgument("the similarity, recency, importance and access-frequency weights must not all be 0")
 
     def dense_share_for(self, cjk: bool) -> float:
         """The dense cosine's share of relevance for a query, in Chinese, Japanese or Korean (`cjk`) or not."""
@@ -85,6 +125,39 @@ class ScoringWeights:
         """Whether the dense cosine counts in a query's relevance at all: its dense share, or a cross-script share
         (a multilingual model matching memories in the other script by meaning)."""
         return self.dense_share_for(cjk) > 0 or self.cross_script_share is not None
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """One bound of a weight's declaration (`annotated_types.Ge` / `Le` / `Gt` / `Lt`), checked by the engine."""
+
+    symbol: str
+    limit: float
+
+    def __call__(self, value: float) -> bool:
+        return bool(_COMPARE[self.symbol](value, self.limit))
+
+    def __str__(self) -> str:
+        return f"{self.symbol} {self.limit:g}"
+
+
+_COMPARE = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+
+
+@cache
+def _bounds() -> dict[str, tuple[_Bound, ...]]:
+    """Each ScoringWeights field's bounds, read from its declaration (the `Field` metadata of its annotation)."""
+    hints = get_type_hints(ScoringWeights, include_extras=True)
+    found: dict[str, tuple[_Bound, ...]] = {}
+    for item in fields(ScoringWeights):
+        bounds: list[_Bound] = []
+        for info in get_args(hints[item.name])[1:]:
+            for constraint in getattr(info, "metadata", ()):
+                for attribute, symbol in (("ge", ">="), ("le", "<="), ("gt", ">"), ("lt", "<")):
+                    if (limit := getattr(constraint, attribute, None)) is not None:
+                        bounds.append(_Bound(symbol, limit))
+        found[item.name] = tuple(bounds)
+    return found
 
 
 SHARES = ("dense_share", "cjk_dense_share", "cross_script_share")  # the weights calibrated per embedding model

@@ -96,7 +96,7 @@ async def test_a_session_an_agent_never_ended_is_swept_and_its_facts_extracted(
             "record_event",
             {"session_id": "crashed", "type": "user_message", "content": "I moved to Lisbon last month for work."},
         )
-        clock.advance(app.state.runtime.settings.session_idle_seconds + 1)
+        clock.advance(app.state.runtime.settings.maintenance.session_idle_seconds + 1)
 
         report = await sweep_sessions(app.state.runtime)
         listed = await call(client, "list_memories", {})
@@ -110,7 +110,7 @@ async def test_a_session_an_agent_never_ended_is_swept_and_its_facts_extracted(
 
 
 async def test_events_leaving_the_window_are_extracted_before_the_session_ends(app: Starlette, mint: Mint) -> None:
-    window = app.state.runtime.settings.working_memory_turns
+    window = app.state.runtime.settings.limits.working_memory_turns
     async with mcp_session(app, mint()) as client:
         for n in range(window + 2):
             await call(

@@ -330,8 +330,8 @@ def test_a_settings_file_wins_over_the_environment(tmp_path: Path, monkeypatch: 
 
     settings = case_settings(tmp_path / "data", Configuration("A", tmp_path / "A.env"))
 
-    assert (settings.weight_recency, settings.weight_speaker) == (0.3, 0.1)  # the rest stays the environment's
-    assert settings.data_dir == tmp_path / "data" and not settings.rate_limit_enabled
+    assert (settings.weights.recency, settings.weights.speaker) == (0.3, 0.1)  # the rest stays the environment's
+    assert settings.backends.data_dir == tmp_path / "data" and not settings.rate_limits.rate_limit_enabled
 
 
 @pytest.mark.anyio

@@ -431,7 +431,11 @@ async def test_recall_bounds_are_published_and_enforced(app: Starlette, mint: Mi
         at_bounds = await post(
             http, token, tool_call("recall_memory", {"query": "d" * 2000, "top_k": 50, "token_budget": 32_000})
         )
-    assert (settings.max_query_chars, settings.max_top_k, settings.max_token_budget) == (2000, 50, 32_000)
+    assert (settings.limits.max_query_chars, settings.limits.max_top_k, settings.limits.max_token_budget) == (
+        2000,
+        50,
+        32_000,
+    )
     assert schema["query"]["maxLength"] == 2000
     assert schema["top_k"]["maximum"] == 50
     assert schema["token_budget"]["maximum"] == 32_000

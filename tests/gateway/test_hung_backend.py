@@ -58,7 +58,7 @@ async def test_with_redis_frozen_calls_fail_fast_readyz_answers_and_all_recovers
     url, cluster, freeze = hung_redis
     tenant = f"hung-{tmp_path.name[-12:]}"  # keys of this test alone on the session's cluster
     settings = make_settings(tmp_path / "data", redis_url=url, redis_cluster=cluster, recall_log_tenants=[tenant])
-    assert settings.backend_timeout_seconds == 5 and settings.rate_limit_fail_open
+    assert settings.backends.backend_timeout_seconds == 5 and settings.rate_limits.rate_limit_fail_open
     token = mint(tenant=tenant)
     session = {"session_id": "s1"}
     event = {"session_id": "s1", "type": "user_message", "content": "I like tea", "request_id": "e-1"}

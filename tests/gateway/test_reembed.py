@@ -143,16 +143,16 @@ async def test_switching_embedders_while_agents_write_loses_and_duplicates_no_me
             after = data(await operator.call_tool("reembed", {"action": "status"}))
         assert kept["old_indexes"] == dropped["dropped"] and len(kept["old_indexes"]) == 1
         assert after["old_indexes"] == []
-        if backend_settings.qdrant_url:
+        if backend_settings.backends.qdrant_url:
             client_ = runtime.reembedder.vectors.active
             assert isinstance(client_, QdrantServerStore)
             assert not await client_.client.collection_exists(kept["old_indexes"][0])
-            prefix = backend_settings.qdrant_collection_prefix
+            prefix = backend_settings.backends.qdrant_collection_prefix
             assert await collection_to_open(client_.client, prefix, NEW_MODEL) == client_.collection
             with pytest.raises(StoreConfigMismatch, match="configured embedder"):
                 await collection_to_open(client_.client, prefix, "wordllama-l2-supercat-256")
         else:
-            assert kept["old_indexes"] == ["vectors"] and not (backend_settings.data_dir / "vectors").exists()
+            assert kept["old_indexes"] == ["vectors"] and not (backend_settings.backends.data_dir / "vectors").exists()
 
 
 async def test_a_tenant_admin_cannot_start_a_migration(settings: Settings, mint: Mint) -> None:
@@ -167,8 +167,8 @@ async def test_a_restart_follows_the_switch_and_refuses_the_old_embedder(setting
         assert runtime.reembedder is not None
         report = await runtime.reembedder.run("use")
     assert report["state"] == "switched" and report["verified"] == 12
-    assert json.loads((settings.data_dir / POINTER_FILE).read_text())["directory"] == NEW_DIR
-    moved = settings.model_copy(update={"embedder": "use"})
+    assert json.loads((settings.backends.data_dir / POINTER_FILE).read_text())["directory"] == NEW_DIR
+    moved = settings.replaced(embedder="use")
     async with open_runtime(moved) as runtime:
         assert runtime.embedder.model_id == NEW_MODEL
         assert await count_all(runtime) == 12
@@ -178,7 +178,7 @@ async def test_a_restart_follows_the_switch_and_refuses_the_old_embedder(setting
 
 
 async def test_an_abandoned_migration_neither_breaks_startup_nor_a_new_attempt(settings: Settings) -> None:
-    leftover = settings.data_dir / NEW_DIR  # as a crash in the middle of a copy leaves it
+    leftover = settings.backends.data_dir / NEW_DIR  # as a crash in the middle of a copy leaves it
     leftover.mkdir(parents=True)
     (leftover / "store.json").write_text('{"embedding_model": "half", "dimension": 3}')
     async with open_runtime(settings) as runtime:

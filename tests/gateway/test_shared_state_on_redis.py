@@ -94,7 +94,7 @@ async def test_a_task_session_runs_on_redis_events_and_its_sweep_reads_them_from
                 "record_event", {"session_id": "r1", "type": "user_message", "content": "I moved to Porto in May."}
             )
         )
-        clock.advance(app.state.runtime.settings.session_idle_seconds + 1)
+        clock.advance(app.state.runtime.settings.maintenance.session_idle_seconds + 1)
         report = await sweep_sessions(app.state.runtime)
         listed = data(await client.call_tool("list_memories", {}))
         events = data(await client.call_tool("list_events", {"session_id": "r1"}))

@@ -230,7 +230,7 @@ async def test_the_bounds_follow_the_configured_limits(settings: Settings, mint:
     from gateway.app import create_app
     from tests.conftest import running
 
-    app = create_app(settings.model_copy(update={"max_content_chars": 500, "max_top_k": 20}))
+    app = create_app(settings.replaced(max_content_chars=500, max_top_k=20))
     async with running(app), mcp_session(app, mint()) as client:
         tools = await schemas(client)
     assert tools["write_memory"].input_schema["properties"]["content"]["maxLength"] == 500

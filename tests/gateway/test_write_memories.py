@@ -19,7 +19,7 @@ from gateway.app import create_app
 from gateway.errors import REPLAY_META
 from memory.clock import ManualClock
 from memory.requests import WriteRequest
-from ops.config import Settings, TenantLimits
+from ops.config import SETTING_FIELDS, Settings, TenantLimits
 from tenancy import Principal, scope_for
 from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running, tool_error
 
@@ -92,7 +92,7 @@ async def test_each_item_answers_on_its_own_and_a_refused_item_does_not_stop_the
         {"content": "The user works at Globex"},
         {"content": "The user likes tea", "namespace": "user:99"},
         {"content": "The user visited Rome", "occurred_at": "last Tuesday"},
-        {"content": "x" * (settings.max_content_chars + 1)},
+        {"content": "x" * (settings.limits.max_content_chars + 1)},
         {"content": "The user's sister is called Ines"},
     ]
     async with mcp_session(app, mint()) as client:
@@ -227,7 +227,7 @@ async def test_a_batch_costs_one_write_token_per_item(tmp_path: Path, clock: Man
 def test_the_configuration_table_documents_the_batch_limit_with_its_default() -> None:
     lines = CONFIGURATION.read_text(encoding="utf-8").splitlines()
     row = next(line for line in lines if "HINDSIGHT_MAX_BATCH_ITEMS" in line)
-    assert f"| `{Settings.model_fields['max_batch_items'].default}` |" in row
+    assert f"| `{SETTING_FIELDS['max_batch_items'].default}` |" in row
 
 
 async def test_each_written_item_counts_as_a_write_and_a_replayed_item_does_not(app: Starlette, mint: Mint) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ops.config import SECRET_FILE_SETTINGS, Settings
+from ops.config import SECRET_FILE_SETTINGS, SETTING_FIELDS, Settings
 from tests.ops.deploy_support import (
     COMPOSE_ONLY_HINDSIGHT_VARIABLES,
     ENV_EXAMPLE,
@@ -38,7 +38,7 @@ def _clear_hindsight_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _every_field_empty() -> dict[str, str]:
-    return {f"HINDSIGHT_{name.upper()}": "" for name in Settings.model_fields}
+    return {f"HINDSIGHT_{name.upper()}": "" for name in SETTING_FIELDS}
 
 
 # -- empty means unset ------------------------------------------------------------------------------------------
@@ -65,7 +65,7 @@ def test_env_example_read_as_a_dotenv_file_gives_the_default_settings(monkeypatc
     _clear_hindsight_environment(monkeypatch)
     from_example = Settings(_env_file=ENV_EXAMPLE)  # type: ignore[call-arg]
     assert from_example == Settings(_env_file=None)  # type: ignore[call-arg]
-    assert from_example.jwt_secret is None  # so `hindsight serve` falls back to the dev secret
+    assert from_example.auth.jwt_secret is None  # so `hindsight serve` falls back to the dev secret
 
 
 def test_a_non_empty_value_in_the_dotenv_file_still_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,9 +73,9 @@ def test_a_non_empty_value_in_the_dotenv_file_still_counts(tmp_path: Path, monke
     dotenv = tmp_path / ".env"
     dotenv.write_text(f"HINDSIGHT_JWT_SECRET={SECRET}\nHINDSIGHT_JWT_ISSUER=\nHINDSIGHT_PORT=9001\n")
     settings = Settings(_env_file=dotenv)  # type: ignore[call-arg]
-    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == SECRET
-    assert settings.port == 9001
-    assert settings.jwt_issuer is None
+    assert settings.auth.jwt_secret is not None and settings.auth.jwt_secret.get_secret_value() == SECRET
+    assert settings.serving.port == 9001
+    assert settings.auth.jwt_issuer is None
 
 
 # -- `cp .env.example .env` then `make run` -------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def test_the_jwt_secret_reaches_the_gateway_as_a_docker_secret_file_not_a_variab
         assert rendered["HINDSIGHT_JWT_SECRET_FILE"] == "/run/secrets/jwt_secret"
         assert not rendered.get("HINDSIGHT_JWT_SECRET")
         settings = _gateway_settings(rendered, tmp_path, monkeypatch)
-        assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == FILE_SECRET
+        assert settings.auth.jwt_secret is not None and settings.auth.jwt_secret.get_secret_value() == FILE_SECRET
 
 
 def test_the_gateway_refuses_to_start_when_the_secret_file_is_not_there(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,17 +130,17 @@ def test_every_hindsight_variable_compose_hands_the_gateway_is_a_setting_and_the
 ) -> None:
     rendered = gateway_container_environment(uncommented_example(SECRET))
     hindsight = {name: value for name, value in rendered.items() if name.startswith("HINDSIGHT_")}
-    fields = {f"HINDSIGHT_{name.upper()}" for name in Settings.model_fields}
+    fields = {f"HINDSIGHT_{name.upper()}" for name in SETTING_FIELDS}
     fields |= {f"HINDSIGHT_{name.upper()}_FILE" for name in SECRET_FILE_SETTINGS}
     assert set(hindsight) - COMPOSE_ONLY_HINDSIGHT_VARIABLES <= fields, set(hindsight) - fields
     assert not COMPOSE_ONLY_HINDSIGHT_VARIABLES & fields
     settings = _gateway_settings(rendered, tmp_path, monkeypatch)
     # a secret left in .env (as the example once said) reaches the container, but the Docker secret wins
-    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == FILE_SECRET
-    assert (settings.host, settings.port, str(settings.data_dir)) == ("0.0.0.0", 8080, "/data")
-    assert settings.redis_url == "redis://redis:6379/0"
-    assert settings.qdrant_url == "http://qdrant:6333"
-    assert "gateway:*" in settings.allowed_hosts
+    assert settings.auth.jwt_secret is not None and settings.auth.jwt_secret.get_secret_value() == FILE_SECRET
+    assert (settings.serving.host, settings.serving.port, str(settings.backends.data_dir)) == ("0.0.0.0", 8080, "/data")
+    assert settings.backends.redis_url == "redis://redis:6379/0"
+    assert settings.backends.qdrant_url == "http://qdrant:6333"
+    assert "gateway:*" in settings.serving.allowed_hosts
 
 
 def test_a_setting_only_in_dotenv_reaches_the_gateway_and_environment_wins_over_dotenv(
@@ -156,10 +156,10 @@ def test_a_setting_only_in_dotenv_reaches_the_gateway_and_environment_wins_over_
         "HINDSIGHT_REDIS_URL=redis://elsewhere:6379/0\n"
     )
     settings = _gateway_settings(gateway_container_environment(dotenv), tmp_path, monkeypatch)
-    assert settings.jwt_issuer == "https://auth.example.com"
-    assert settings.max_top_k == 40
-    assert str(settings.data_dir) == "/data"
-    assert settings.redis_url == "redis://redis:6379/0"
+    assert settings.auth.jwt_issuer == "https://auth.example.com"
+    assert settings.limits.max_top_k == 40
+    assert str(settings.backends.data_dir) == "/data"
+    assert settings.backends.redis_url == "redis://redis:6379/0"
 
 
 def test_an_empty_optional_line_in_dotenv_falls_back_to_the_compose_default(
@@ -170,8 +170,8 @@ def test_an_empty_optional_line_in_dotenv_falls_back_to_the_compose_default(
     assert rendered["HINDSIGHT_LOG_LEVEL"] == "info"  # ${HINDSIGHT_LOG_LEVEL:-info}
     assert rendered["HINDSIGHT_LLM_URL"] == ""  # passed through by env_file, empty ...
     settings = _gateway_settings(rendered, tmp_path, monkeypatch)
-    assert settings.llm_url is None  # ... and the gateway reads it as unset
-    assert settings.jwt_audience == "hindsight"
+    assert settings.models.llm_url is None  # ... and the gateway reads it as unset
+    assert settings.auth.jwt_audience == "hindsight"
 
 
 def test_compose_interpolation_follows_the_compose_spec() -> None:

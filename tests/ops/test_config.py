@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 import ops.config
-from ops.config import SECRET_FILE_SETTINGS, Settings
+from ops.config import SECRET_FILE_SETTINGS, SETTING_FIELDS, Settings
 
 
 def test_defaults_match_the_design(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,13 +21,17 @@ def test_defaults_match_the_design(monkeypatch: pytest.MonkeyPatch) -> None:
         if name.startswith("HINDSIGHT_"):
             monkeypatch.delenv(name)
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    assert (settings.host, settings.port, settings.data_dir) == ("127.0.0.1", 8080, Path("./data"))
-    assert settings.redis_url is None
-    assert settings.qdrant_url is None
-    assert settings.embedded
-    assert settings.jwt_audience == "hindsight"
+    assert (settings.serving.host, settings.serving.port, settings.backends.data_dir) == (
+        "127.0.0.1",
+        8080,
+        Path("./data"),
+    )
+    assert settings.backends.redis_url is None
+    assert settings.backends.qdrant_url is None
+    assert settings.backends.embedded
+    assert settings.auth.jwt_audience == "hindsight"
     assert settings.mcp_url == "http://127.0.0.1:8080/mcp"
-    assert settings.llm_url is None and not settings.llm_importance
+    assert settings.models.llm_url is None and not settings.models.llm_importance
 
 
 def test_environment_is_read_when_settings_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,10 +40,10 @@ def test_environment_is_read_when_settings_are_built(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("HINDSIGHT_DATA_DIR", "/tmp/elsewhere")
     monkeypatch.setenv("HINDSIGHT_JWT_SECRET", "s" * 40)
     settings = ops.config.Settings(_env_file=None)  # type: ignore[call-arg]
-    assert settings.port == 9999
-    assert settings.data_dir == Path("/tmp/elsewhere")
-    assert settings.jwt_secret is not None
-    assert settings.jwt_secret.get_secret_value() == "s" * 40
+    assert settings.serving.port == 9999
+    assert settings.backends.data_dir == Path("/tmp/elsewhere")
+    assert settings.auth.jwt_secret is not None
+    assert settings.auth.jwt_secret.get_secret_value() == "s" * 40
     assert "s" * 40 not in repr(settings)
 
 
@@ -63,7 +67,7 @@ def test_llm_importance_without_an_llm_is_refused(monkeypatch: pytest.MonkeyPatc
         Settings(_env_file=None)  # type: ignore[call-arg]
     monkeypatch.setenv("HINDSIGHT_LLM_MODEL", "qwen2.5-3b-instruct")
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    assert settings.llm_importance and settings.llm_importance_timeout_seconds == 2.0
+    assert settings.models.llm_importance and settings.models.llm_importance_timeout_seconds == 2.0
 
 
 def test_per_tenant_recall_weights_come_from_json_and_override_only_what_they_name(
@@ -128,7 +132,7 @@ def _no_hindsight_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_secret_setting_can_be_read_from_a_file() -> None:
-    secret_fields = {name for name, field in Settings.model_fields.items() if "SecretStr" in str(field.annotation)}
+    secret_fields = {name for name, field in SETTING_FIELDS.items() if "SecretStr" in str(field.annotation)}
     assert secret_fields == {"jwt_secret", "qdrant_api_key", "llm_api_key", "embedder_api_key"}
     assert set(SECRET_FILE_SETTINGS) == secret_fields | {"redis_url"}  # the Redis URL carries its password
 
@@ -144,11 +148,11 @@ def test_a_secret_is_read_from_the_file_its_file_variable_names_when_settings_ar
     secret.write_text(FILE_SECRET + "\n")  # as `openssl rand -hex 32 > file` leaves it
     (tmp_path / "redis_url").write_text("redis://:pass@redis:6379/0\n")
     settings = ops.config.Settings(_env_file=None)  # type: ignore[call-arg]
-    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == FILE_SECRET
-    assert settings.redis_url == "redis://:pass@redis:6379/0"
+    assert settings.auth.jwt_secret is not None and settings.auth.jwt_secret.get_secret_value() == FILE_SECRET
+    assert settings.backends.redis_url == "redis://:pass@redis:6379/0"
     assert FILE_SECRET not in repr(settings)
     secret.write_text("g" * 40)
-    assert ops.config.Settings(_env_file=None).jwt_secret.get_secret_value() == "g" * 40  # type: ignore[call-arg,union-attr]
+    assert ops.config.Settings(_env_file=None).auth.jwt_secret.get_secret_value() == "g" * 40  # type: ignore[call-arg,union-attr]
 
 
 def test_a_secret_file_wins_over_the_variable_and_arguments_win_over_both(
@@ -159,10 +163,13 @@ def test_a_secret_file_wins_over_the_variable_and_arguments_win_over_both(
     monkeypatch.setenv("HINDSIGHT_QDRANT_API_KEY", "qdrant-key-from-env")
     monkeypatch.setenv("HINDSIGHT_QDRANT_API_KEY_FILE", str(tmp_path / "key"))
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    assert settings.qdrant_api_key is not None
-    assert settings.qdrant_api_key.get_secret_value() == "qdrant-key-from-file"
+    assert settings.backends.qdrant_api_key is not None
+    assert settings.backends.qdrant_api_key.get_secret_value() == "qdrant-key-from-file"
     explicit = Settings(_env_file=None, qdrant_api_key="from-an-argument")  # type: ignore[call-arg]
-    assert explicit.qdrant_api_key is not None and explicit.qdrant_api_key.get_secret_value() == "from-an-argument"
+    assert (
+        explicit.backends.qdrant_api_key is not None
+        and explicit.backends.qdrant_api_key.get_secret_value() == "from-an-argument"
+    )
 
 
 def test_a_file_variable_in_dotenv_counts_and_the_environment_wins_over_it(
@@ -174,11 +181,11 @@ def test_a_file_variable_in_dotenv_counts_and_the_environment_wins_over_it(
     dotenv = tmp_path / ".env"
     dotenv.write_text(f"HINDSIGHT_LLM_API_KEY_FILE={tmp_path / 'a'}\nHINDSIGHT_EMBEDDER_API_KEY_FILE=\n")
     settings = Settings(_env_file=dotenv)  # type: ignore[call-arg]
-    assert settings.llm_api_key is not None and settings.llm_api_key.get_secret_value() == "llm-key-a"
-    assert settings.embedder_api_key is None  # an empty variable is unset, as everywhere
+    assert settings.models.llm_api_key is not None and settings.models.llm_api_key.get_secret_value() == "llm-key-a"
+    assert settings.models.embedder_api_key is None  # an empty variable is unset, as everywhere
     monkeypatch.setenv("HINDSIGHT_LLM_API_KEY_FILE", str(tmp_path / "b"))
     again = Settings(_env_file=dotenv)  # type: ignore[call-arg]
-    assert again.llm_api_key is not None and again.llm_api_key.get_secret_value() == "llm-key-b"
+    assert again.models.llm_api_key is not None and again.models.llm_api_key.get_secret_value() == "llm-key-b"
 
 
 def test_a_missing_or_empty_secret_file_is_an_invalid_setting_that_names_the_variable(
@@ -241,11 +248,11 @@ def test_the_secrets_dir_reads_a_mounted_kubernetes_secret_and_wins_over_the_env
         warnings.simplefilter("error")
         settings = Settings(_env_file=None)  # type: ignore[call-arg]
     assert settings.secrets_dir == mounted
-    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == FILE_SECRET
-    assert settings.redis_url == "redis://:pass@redis:6379/0"
-    assert settings.qdrant_api_key is None
+    assert settings.auth.jwt_secret is not None and settings.auth.jwt_secret.get_secret_value() == FILE_SECRET
+    assert settings.backends.redis_url == "redis://:pass@redis:6379/0"
+    assert settings.backends.qdrant_api_key is None
     explicit = Settings(_env_file=None, secrets_dir=tmp_path)  # type: ignore[call-arg]
-    assert explicit.jwt_secret is None  # an argument names another directory, with no secret in it
+    assert explicit.auth.jwt_secret is None  # an argument names another directory, with no secret in it
 
 
 def test_an_unreadable_file_in_the_secrets_dir_is_an_invalid_setting(
@@ -282,7 +289,7 @@ def test_search_threads_are_sized_to_the_machine_unless_a_count_is_set(
     monkeypatch.delenv("HINDSIGHT_SEARCH_THREADS", raising=False)
     if value is not None:
         monkeypatch.setenv("HINDSIGHT_SEARCH_THREADS", value)
-    assert Settings(_env_file=None).search_threads == threads  # type: ignore[call-arg]
+    assert Settings(_env_file=None).backends.search_threads == threads  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "many", "2.5"])

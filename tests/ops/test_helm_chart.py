@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ops.config import Settings
+from ops.config import SETTING_FIELDS
 from tests.ops.deploy_support import (
     ALERTS,
     CHART,
@@ -239,10 +239,14 @@ def test_the_secret_is_mounted_as_files_that_the_gateway_reads_and_the_configmap
         (tmp_path / key).write_text(value)  # the Secret volume: one file per key (an existingSecret may hold more)
     env = {k: v for k, v in config.items() if k.startswith("HINDSIGHT_")} | {"HINDSIGHT_SECRETS_DIR": str(tmp_path)}
     settings = settings_from(env, monkeypatch)
-    assert not settings.embedded
-    assert settings.jwt_secret is not None and settings.jwt_secret.get_secret_value() == KEY
-    assert settings.redis_url == "redis://:pass@redis-master:6379/0"  # the Secret's URL wins over config.redisUrl
-    assert settings.forwarded_allow_ips == ["10.42.0.0/16"]  # the Ingress controller's pods: clients' own addresses
+    assert not settings.backends.embedded
+    assert settings.auth.jwt_secret is not None and settings.auth.jwt_secret.get_secret_value() == KEY
+    assert (
+        settings.backends.redis_url == "redis://:pass@redis-master:6379/0"
+    )  # the Secret's URL wins over config.redisUrl
+    assert settings.serving.forwarded_allow_ips == [
+        "10.42.0.0/16"
+    ]  # the Ingress controller's pods: clients' own addresses
 
 
 def test_helm_test_hook_pod_calls_readyz_through_the_service(helm_report: dict[str, Any]) -> None:
@@ -299,14 +303,14 @@ def test_the_ingress_nginx_limits_follow_the_gateway_settings(helm_report: dict[
     rendered = objects(helm_report, "optional")
     annotations = rendered["Ingress"]["metadata"]["annotations"]
     max_bytes = rendered["ConfigMap"]["data"]["HINDSIGHT_MAX_REQUEST_BYTES"]
-    assert max_bytes == str(Settings.model_fields["max_request_bytes"].default)  # the gateway's default
+    assert max_bytes == str(SETTING_FIELDS["max_request_bytes"].default)  # the gateway's default
     assert annotations[NGINX + "proxy-body-size"] == max_bytes
-    idempotency_wait = Settings.model_fields["idempotency_wait_seconds"].default
+    idempotency_wait = SETTING_FIELDS["idempotency_wait_seconds"].default
     assert int(annotations[NGINX + "proxy-read-timeout"]) > idempotency_wait  # a retry's wait fits in
     assert int(annotations[NGINX + "proxy-send-timeout"]) > 0
     assert int(annotations[NGINX + "proxy-connect-timeout"]) > 0
     # the gateway's per-client connection cap sees only the controller: the controller applies it per client
-    assert annotations[NGINX + "limit-connections"] == str(Settings.model_fields["max_connections_per_client"].default)
+    assert annotations[NGINX + "limit-connections"] == str(SETTING_FIELDS["max_connections_per_client"].default)
     tuned = objects(helm_report, "ingress_tuned")
     assert tuned["ConfigMap"]["data"]["HINDSIGHT_MAX_REQUEST_BYTES"] == "4194304"
     assert tuned["Ingress"]["metadata"]["annotations"][NGINX + "proxy-body-size"] == "4194304"

@@ -113,7 +113,7 @@ def settings_with(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -
 
 def test_tracing_is_off_when_no_otel_variable_is_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     settings = settings_with(monkeypatch, tmp_path)
-    assert settings.otel_traces_exporters() == ()
+    assert settings.observability.otel_traces_exporters() == ()
     assert build_tracer_provider(settings) is None
 
 
@@ -122,7 +122,7 @@ def test_an_otlp_endpoint_alone_turns_otlp_tracing_on(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str
 ) -> None:
     settings = settings_with(monkeypatch, tmp_path, **{variable: "http://collector:4318"})
-    assert settings.otel_traces_exporters() == ("otlp",)
+    assert settings.observability.otel_traces_exporters() == ("otlp",)
 
 
 @pytest.mark.parametrize(
@@ -133,7 +133,7 @@ def test_otel_traces_exporter_names_the_exporters_even_without_an_endpoint(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str, exporters: tuple[str, ...]
 ) -> None:
     settings = settings_with(monkeypatch, tmp_path, OTEL_TRACES_EXPORTER=value)
-    assert settings.otel_traces_exporters() == exporters
+    assert settings.observability.otel_traces_exporters() == exporters
 
 
 def test_otel_traces_exporter_none_wins_over_an_endpoint_and_the_old_switch(
@@ -146,7 +146,7 @@ def test_otel_traces_exporter_none_wins_over_an_endpoint_and_the_old_switch(
         OTEL_EXPORTER_OTLP_ENDPOINT="http://collector:4318",
         HINDSIGHT_OTEL_ENABLED="true",
     )
-    assert settings.otel_traces_exporters() == ()
+    assert settings.observability.otel_traces_exporters() == ()
 
 
 def test_otel_traces_exporter_otlp_exports_even_when_the_old_switch_says_false(
@@ -159,7 +159,7 @@ def test_otel_traces_exporter_otlp_exports_even_when_the_old_switch_says_false(
         OTEL_EXPORTER_OTLP_ENDPOINT="http://collector:4318",
         HINDSIGHT_OTEL_ENABLED="false",
     )
-    assert settings.otel_traces_exporters() == ("otlp",)
+    assert settings.observability.otel_traces_exporters() == ("otlp",)
 
 
 def test_the_old_switch_set_to_false_keeps_an_endpoint_alone_from_turning_tracing_on(
@@ -168,14 +168,14 @@ def test_the_old_switch_set_to_false_keeps_an_endpoint_alone_from_turning_tracin
     settings = settings_with(  # what docker-compose.yml sets by default: an endpoint, the switch off
         monkeypatch, tmp_path, HINDSIGHT_OTEL_ENABLED="false", OTEL_EXPORTER_OTLP_ENDPOINT="http://otel-collector:4318"
     )
-    assert settings.otel_traces_exporters() == ()
+    assert settings.observability.otel_traces_exporters() == ()
 
 
 def test_the_old_hindsight_switch_alone_turns_otlp_on_at_the_exporters_default_endpoint(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     settings = settings_with(monkeypatch, tmp_path, HINDSIGHT_OTEL_ENABLED="true")
-    assert settings.otel_traces_exporters() == ("otlp",)
+    assert settings.observability.otel_traces_exporters() == ("otlp",)
     assert otlp_traces_endpoint(settings) is None  # the exporter's own default: http://localhost:4318/v1/traces
     provider = build_tracer_provider(settings)
     assert provider is not None
@@ -195,7 +195,7 @@ def test_otel_sdk_disabled_turns_tracing_off_whatever_else_is_set(
         OTEL_EXPORTER_OTLP_PROTOCOL="grpc",  # not even an error: nothing is exported
         HINDSIGHT_OTEL_ENABLED="true",
     )
-    assert settings.otel_traces_exporters() == ()
+    assert settings.observability.otel_traces_exporters() == ()
 
 
 @pytest.mark.parametrize("value", ["false", "", "1", "yes"])
@@ -203,7 +203,7 @@ def test_otel_sdk_disabled_is_true_only_when_it_says_true(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str
 ) -> None:
     settings = settings_with(monkeypatch, tmp_path, OTEL_SDK_DISABLED=value, OTEL_TRACES_EXPORTER="console")
-    assert settings.otel_traces_exporters() == ("console",)
+    assert settings.observability.otel_traces_exporters() == ("console",)
 
 
 def test_empty_otel_variables_count_as_unset(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -216,7 +216,7 @@ def test_empty_otel_variables_count_as_unset(monkeypatch: pytest.MonkeyPatch, tm
         "HINDSIGHT_OTEL_ENABLED": "",
     }
     settings = settings_with(monkeypatch, tmp_path, **empty)
-    assert settings.otel_traces_exporters() == ()
+    assert settings.observability.otel_traces_exporters() == ()
 
 
 @pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"])
@@ -238,14 +238,14 @@ def test_the_traces_protocol_wins_over_the_general_one(monkeypatch: pytest.Monke
         OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
         OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/protobuf",
     )
-    assert settings.otel_traces_exporters() == ("otlp",)
+    assert settings.observability.otel_traces_exporters() == ("otlp",)
 
 
 def test_a_grpc_protocol_does_not_matter_to_the_console_exporter(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     settings = settings_with(monkeypatch, tmp_path, OTEL_TRACES_EXPORTER="console", OTEL_EXPORTER_OTLP_PROTOCOL="grpc")
-    assert settings.otel_traces_exporters() == ("console",)
+    assert settings.observability.otel_traces_exporters() == ("console",)
 
 
 @pytest.mark.parametrize(("value", "words"), [("zipkin", "zipkin is not available"), ("none,otlp", "'none' cannot")])

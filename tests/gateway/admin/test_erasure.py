@@ -143,7 +143,7 @@ async def test_a_purge_leaves_none_of_the_namespace_s_words_in_any_store_and_ans
     target = backend[1]
     if target is not None:
         assert not [value for value in await raw_values(target) if WORD in value.lower()]
-    on_disk = files_holding(Path(backend[0].data_dir), WORD.encode())
+    on_disk = files_holding(Path(backend[0].backends.data_dir), WORD.encode())
     # the event store's files hold none of it; the embedded vector engine keeps an erased point's bytes in its
     # segment and write-ahead log files until it rewrites them (docs/OPERATIONS.md: what a receipt proves)
     assert [f.name for f in on_disk if VECTORS not in f.parts] == []
@@ -182,4 +182,6 @@ async def test_erasing_what_one_subject_wrote_leaves_none_of_its_words_in_any_st
     target = backend[1]
     if target is not None:
         assert not [value for value in await raw_values(target) if WORD in value.lower()]
-    assert [f.name for f in files_holding(Path(backend[0].data_dir), WORD.encode()) if VECTORS not in f.parts] == []
+    assert [
+        f.name for f in files_holding(Path(backend[0].backends.data_dir), WORD.encode()) if VECTORS not in f.parts
+    ] == []
