@@ -19,7 +19,7 @@ run: $(STAMP)
 	$(if $(filter command line,$(origin PORT)),HINDSIGHT_PORT=$(PORT) )$(BIN)/hindsight serve --print-token
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check gateway tenancy memory ops bench tests
