@@ -413,21 +413,37 @@ class ProcessOutput:
         self._stream.close()
 
 
+LISTENING = "Uvicorn running on"  # uvicorn logs it once the socket is bound; "Application startup complete" comes
+# before the bind, so a request sent on that line can be refused (seen under two xdist workers)
+PORT_TAKEN = "address already in use"
+PORT_TRIES = 3
+
+
 @contextlib.contextmanager
 def ready_gateway(command: list[str], cwd: Path, deadline_s: float = 120) -> Iterator[tuple[str, str]]:
     """Runs `command` (a `serve`) in `cwd` with no HINDSIGHT_* from this environment but a free HINDSIGHT_PORT,
-    waits for the app's startup and /readyz 200, and yields (base URL, output so far); stops it after."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"HINDSIGHT_PORT": str(port)}
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output = ProcessOutput(process)
-    try:
-        started = output.wait_for("Application startup complete", deadline_s)
-        base = f"http://127.0.0.1:{port}"
-        ready = httpx2.get(f"{base}/readyz", timeout=10)
-        assert ready.status_code == 200, ready.text
-        yield base, started
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        output.close()
+    waits until it listens and /readyz is 200, and yields (base URL, output so far); stops it after. A port another
+    process took between choosing it and binding it (parallel workers) is chosen again, at most PORT_TRIES times."""
+    for attempt in range(1, PORT_TRIES + 1):
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"HINDSIGHT_PORT": str(port)}
+        process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        output = ProcessOutput(process)
+        try:
+            try:
+                started = output.wait_for(LISTENING, deadline_s)
+            except AssertionError:
+                if attempt < PORT_TRIES and PORT_TAKEN in output.text.lower():
+                    continue
+                raise
+            base = f"http://127.0.0.1:{port}"
+            ready = httpx2.get(f"{base}/readyz", timeout=10)
+            assert ready.status_code == 200, ready.text
+            yield base, started
+            return
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            output.close()
