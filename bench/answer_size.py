@@ -1,7 +1,7 @@
 """`python -m bench.answer_size [--out PATH]`: how much text a recall answer costs the LLM that reads it.
 
 One LoCoMo dev conversation (its turns as plain text, each with `occurred_at`) and one MemoryBank Chinese user's
-history are written over MCP into the real app in this process (`gateway.eval_target.in_process`); then each
+history are written over MCP into the real app in this process (`gateway.evaluation.target.in_process`); then each
 conversation's questions (LoCoMo's own; for MemoryBank, its user's own messages as queries) are recalled with the
 default `top_k` in three ways side by side: lean hits (the default), `detail: "full"` (every stored field, what
 every answer carried before), and full with `explain`. Reports the characters of the answer's text per hit and per
@@ -22,9 +22,9 @@ from typing import Any
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
-from gateway.eval_target import eval_settings, in_process
-from memory.evaluation import locomo
-from memory.tokens import count_tokens
+from gateway.evaluation import locomo
+from gateway.evaluation.target import eval_settings, in_process
+from memory.text.tokens import count_tokens
 
 BEGIN = "<!-- bench:answer-size:begin -->"
 END = "<!-- bench:answer-size:end -->"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.sections import replace_section, stage_main
-from gateway.runtime import scoring_weights
+from gateway.services.runtime import scoring_weights
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.requests import RecallRequest, WriteRequest

@@ -3,9 +3,9 @@
 What an agent reads of a recall is the text content of the tool result. Every LoCoMo dev conversation (its turns
 written over MCP the way `hindsight eval locomo` writes them: "Speaker: text", `occurred_at`, `session_id`,
 metadata) and every MemoryBank Chinese user (each exchange written as `hindsight eval memorybank` does) go into
-the real app in this process (`gateway.eval_target.in_process`); each question (LoCoMo's own, every category the
-eval scores; MemoryBank's probing questions with the evidence labelled in `memory/evaluation/labels/`) is then
-answered side by side, within B = 250 and 500 tokens (`memory.tokens.count_tokens`), by:
+the real app in this process (`gateway.evaluation.target.in_process`); each question (LoCoMo's own, every category the
+eval scores; MemoryBank's probing questions with the evidence labelled in `gateway/evaluation/labels/`) is then
+answered side by side, within B = 250 and 500 tokens (`memory.text.tokens.count_tokens`), by:
 
 - new: `recall_memory(query, format="context", token_budget=B)`, its text content, whatever it is at run time;
 - previous: the answer the gateway gave before (`{"context", "memories", "omitted"}` JSON), rebuilt from a plain
@@ -40,14 +40,14 @@ from bench.budget_text import Bm25Lines, evidence_delivered, overhead_per_hit, p
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
-from gateway.app import create_app
 from gateway.cli.errors import http_client
-from gateway.eval_mcp import McpEvaluation
-from gateway.eval_target import EVAL_SECRET, LOCAL_URL, eval_settings, in_process
-from memory.evaluation import locomo, memorybank
-from memory.evaluation.formats import BY_NAME, TurnFormat
-from memory.evaluation.locomo import Conversation, Question
-from memory.tokens import count_tokens
+from gateway.evaluation import locomo, memorybank
+from gateway.evaluation.formats import BY_NAME, TurnFormat
+from gateway.evaluation.locomo import Conversation, Question
+from gateway.evaluation.over_mcp import McpEvaluation
+from gateway.evaluation.target import EVAL_SECRET, LOCAL_URL, eval_settings, in_process
+from gateway.web.app import create_app
+from memory.text.tokens import count_tokens
 from ops.config import Settings
 from tenancy import mint_token
 
@@ -176,7 +176,7 @@ async def measure_dataset(evaluation: McpEvaluation, dataset: Dataset, limit: in
 @asynccontextmanager
 async def read_write_client(settings: Settings) -> AsyncIterator[Client]:
     """An MCP client of a read/write token (no admin) to the app in this process: `tools/list` shows a token only
-    the tools its scopes allow, and `gateway.eval_target.in_process` holds an admin token."""
+    the tools its scopes allow, and `gateway.evaluation.target.in_process` holds an admin token."""
     app = create_app(settings)
     token = mint_token(EVAL_SECRET, tenant="eval", subject="agent", read=["user:1"], write=["user:1"])
     async with app.router.lifespan_context(app):

@@ -1,7 +1,7 @@
 """The texts `bench.budget` compares, and what it counts in them.
 
 - `delivered` / `evidence_delivered`: whether an evidence turn's words are in a text an agent reads (the turn's
-  `memory.evaluation.metrics.tokens` appearing contiguously in the text's), after undoing JSON string escapes so
+  `gateway.evaluation.metrics.tokens` appearing contiguously in the text's), after undoing JSON string escapes so
   that a memory quoted inside a JSON answer counts like the same memory in plain text;
 - `previous_answer`: a FROZEN copy of what `recall_memory(format="context", token_budget=B)` answered before the
   context block became the tool result's text itself (`context_answer` of `gateway/context_block.py` at commit
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.evaluation.metrics import Bm25Baseline, tokens
-from memory.tokens import count_tokens
+from gateway.evaluation.metrics import Bm25Baseline, tokens
+from memory.text.tokens import count_tokens
 
 _ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
 _PLAIN = {'"': '"', "\\": "\\", "/": "/", "b": " ", "f": " ", "n": " ", "r": " ", "t": " "}

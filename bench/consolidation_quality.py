@@ -9,7 +9,7 @@ what a person would say about each user, without a flood, and without costing re
    some semantic memory of theirs mentions, and the semantic memories written per user.
 
    **The matching rule.** A hobby ("playing the piano", "唱歌跳舞") is split into its key words: English words
-   lowercased and stemmed (`memory.pipeline.text.stem`), without stop words, activity verbs ("playing",
+   lowercased and stemmed (`memory.text.words.stem`), without stop words, activity verbs ("playing",
    "watching", "listening", "taking", "drinking", ...) and hyphenated modifiers ("long-distance"); Chinese jieba
    words without the leading activity verb ("听", "看", "玩", "打", "弹", "吃", "品"). It is covered when every key
    word (or a listed synonym: movie/film, 旅游/旅行, ...) occurs in one semantic memory (English: as a stemmed
@@ -42,18 +42,18 @@ from bench.decision_set import DATASETS
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
 from bench.stats import paired_bootstrap_interval
-from gateway.assembly import open_runtime
+from gateway.evaluation import locomo, memorybank
+from gateway.evaluation.metrics import recall_at
+from gateway.evaluation.results import ranked_dia_ids
+from gateway.evaluation.runner import ASK_DELAY, ingest, recalled
+from gateway.services.assembly import open_runtime
 from memory.clock import ManualClock
 from memory.consolidation import consolidate
-from memory.evaluation import locomo, memorybank
-from memory.evaluation.metrics import recall_at
-from memory.evaluation.results import ranked_dia_ids
-from memory.evaluation.runner import ASK_DELAY, ingest, recalled
 from memory.models import MemoryKind
-from memory.pipeline.text import STOPWORDS, stem
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
+from memory.text.words import STOPWORDS, stem
 from ops.config import Settings
 from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 

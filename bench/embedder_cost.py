@@ -32,7 +32,7 @@ from bench.mcp_load import mcp_client, recall_latency
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
 from bench.stats import Samples, ms, ratio
-from gateway.assembly import open_runtime
+from gateway.services.assembly import open_runtime
 from memory.clock import ManualClock
 from memory.requests import RecallRequest, WriteRequest
 

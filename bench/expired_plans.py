@@ -1,10 +1,10 @@
 """`python -m bench.expired_plans [--quick] [--out PATH]`: what a plan whose day has passed is worth to recall.
 
 A plan read from the text ("I'm having an art show next month") is never hidden: once its day has passed, recall
-keeps it as history, marks it (`memory.hidden`) and, for a question about the present, weighs it at
+keeps it as history, marks it (`memory.lifecycle.hidden`) and, for a question about the present, weighs it at
 `ScoringWeights.passed_plan` times its relevance (1 by default: not lowered). This runs LoCoMo dev in the
 timestamp-header format through the real `MemoryService` (embedded engine, WordLlama), questions asked at the end
-of each conversation (`memory.evaluation.runner.evaluate`), once per weight side by side in one run: 0 (passed
+of each conversation (`gateway.evaluation.runner.evaluate`), once per weight side by side in one run: 0 (passed
 plans at the bottom for such questions), 0.5, and 1 (the default: kept at full relevance). Written to RESULTS.md
 as its own section (`make bench` runs it too; `--quick`: the first three sessions of one conversation).
 """
@@ -20,12 +20,12 @@ from pathlib import Path
 
 from bench.decision_set import DATASETS
 from bench.sections import replace_section, stage_main
+from gateway.evaluation import locomo
+from gateway.evaluation.formats import HEADER
+from gateway.evaluation.results import EvalReport
+from gateway.evaluation.runner import evaluate
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
-from memory.evaluation import locomo
-from memory.evaluation.formats import HEADER
-from memory.evaluation.results import EvalReport
-from memory.evaluation.runner import evaluate
 from memory.recall.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore

@@ -5,7 +5,7 @@ Per dataset, every conversation is written four ways, each into a namespace of i
 `MemoryService` of the runtime the server opens (embedded engine, the default embedder and its calibrated weights)
 on a `ManualClock`, every memory at its turn's time:
 
-1. `raw`: every turn as today's evaluation writes it (`memory.evaluation.runner`): LoCoMo in the plain format
+1. `raw`: every turn as today's evaluation writes it (`gateway.evaluation.runner`): LoCoMo in the plain format
    ("Speaker: text"), MemoryBank as `hindsight eval memorybank` does (the exchange alone, speaker in metadata);
 2. `raw + extracted`: the same turns and, after each turn, the facts `RuleExtractor` extracted from it, written as
    `AgentSessions` writes them (the fact's kind, `metadata.source_event_ids`, tool `extract`). The extractor reads a
@@ -43,14 +43,14 @@ from bench.decision_set import DATASETS
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
 from bench.stats import paired_bootstrap_interval
-from gateway.assembly import open_runtime
+from gateway.evaluation import locomo, memorybank
+from gateway.evaluation.formats import OCCURRED_AT_ONLY, PLAIN, TurnFormat
+from gateway.evaluation.locomo import CATEGORY_NAMES, Conversation, Question, Turn, first_sessions
+from gateway.evaluation.metrics import Tally, recall_at
+from gateway.evaluation.results import hidden_state, ranked_dia_ids
+from gateway.evaluation.runner import ASK_DELAY
+from gateway.services.assembly import open_runtime
 from memory.clock import ManualClock
-from memory.evaluation import locomo, memorybank
-from memory.evaluation.formats import OCCURRED_AT_ONLY, PLAIN, TurnFormat
-from memory.evaluation.locomo import CATEGORY_NAMES, Conversation, Question, Turn, first_sessions
-from memory.evaluation.metrics import Tally, recall_at
-from memory.evaluation.results import hidden_state, ranked_dia_ids
-from memory.evaluation.runner import ASK_DELAY
 from memory.extraction import ExtractedFact, RuleExtractor, SourceEvent
 from memory.models import WriteStatus
 from memory.requests import ListRequest, RecallRequest, WriteRequest
@@ -222,7 +222,7 @@ class Figures:
 
 
 def _raw_request(dataset: Dataset, turn: Turn, namespace: str) -> WriteRequest:
-    """A turn as `memory.evaluation.runner.ingest` writes it."""
+    """A turn as `gateway.evaluation.runner.ingest` writes it."""
     return WriteRequest(
         content=dataset.fmt.text(turn),
         subject=SUBJECT,

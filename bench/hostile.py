@@ -33,14 +33,14 @@ from memory.ids import content_hash, new_memory_id
 from memory.models import Memory, MemoryKind, Source
 from memory.pipeline import claims, conflict, density, expiry, importance
 from memory.pipeline.analysis import analyse_query, analyse_write
-from memory.pipeline.budget import CpuBudget
 from memory.pipeline.settings import PipelineSettings
-from memory.pipeline.text import split_speaker, tokenize
 from memory.recall.cues import query_cues, states_time
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
+from memory.text.budget import CpuBudget
+from memory.text.words import split_speaker, tokenize
 from tenancy import SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 BEGIN = "<!-- bench:hostile:begin -->"

@@ -13,7 +13,7 @@ import anyio.to_thread
 from bench import corpus
 from bench.config import WRITER, Ingest, Throughput, loader_scope, reader_scope, writer_scope
 from bench.stats import Samples
-from gateway.runtime import Runtime
+from gateway.services.runtime import Runtime
 from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 

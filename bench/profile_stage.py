@@ -34,8 +34,8 @@ from bench.mcp_load import (
     mcp_client,
     recall_latency,
 )
-from gateway.assembly import open_runtime
-from gateway.runtime import Runtime
+from gateway.services.assembly import open_runtime
+from gateway.services.runtime import Runtime
 from memory.requests import RecallRequest, WriteRequest
 from memory.stores.edge_filters import scope_conditions
 

@@ -3,7 +3,7 @@
 
 Quality: LoCoMo dev (plain "Speaker: text" turns) and MemoryBank Chinese (the exchanges, `occurred_at` only), each
 written into a fresh runtime per depth through the real `MemoryService` on a manual clock and every question asked
-a day after its conversation (`memory.evaluation.runner.evaluate`, `top_k` 10).
+a day after its conversation (`gateway.evaluation.runner.evaluate`, `top_k` 10).
 Cost: one synthetic corpus (`bench.corpus`: 100,000 memories in 100 namespaces, loaded in bulk as the latency
 benchmark loads it), every query recalled over all 100 namespaces at each depth in turn (the order rotating per
 query, so noise hits every depth alike): the process CPU time (all threads, the engine's included) and the wall
@@ -28,12 +28,12 @@ from bench.decision_set import DATASETS
 from bench.inprocess import bulk_load
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
-from gateway.assembly import open_runtime
+from gateway.evaluation import locomo, memorybank
+from gateway.evaluation.formats import BY_NAME
+from gateway.evaluation.locomo import Conversation
+from gateway.evaluation.runner import evaluate
+from gateway.services.assembly import open_runtime
 from memory.clock import ManualClock
-from memory.evaluation import locomo, memorybank
-from memory.evaluation.formats import BY_NAME
-from memory.evaluation.locomo import Conversation
-from memory.evaluation.runner import evaluate
 from memory.requests import RecallRequest
 from ops.config import Settings
 from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for

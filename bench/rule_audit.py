@@ -25,13 +25,13 @@ from bench import zh_assistant
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
 from bench.sections import replace_section, stage_main
-from gateway.runtime import scoring_weights
+from gateway.evaluation import locomo
+from gateway.evaluation.locomo import Conversation
+from gateway.evaluation.metrics import recall_at
+from gateway.evaluation.runner import ASK_DELAY, ingest, recalled
+from gateway.services.runtime import scoring_weights
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
-from memory.evaluation import locomo
-from memory.evaluation.locomo import Conversation
-from memory.evaluation.metrics import recall_at
-from memory.evaluation.runner import ASK_DELAY, ingest, recalled
 from memory.pipeline.settings import PipelineSettings, for_embedder
 from memory.ports import Embedder
 from memory.recall.scoring import ScoringWeights
@@ -45,7 +45,7 @@ END = "<!-- bench:rule_audit:end -->"
 HEADING = "## Which rules earn their place: each switched off, on sets it was and was not tuned on"
 BLIND_CONVERSATIONS = Path(__file__).with_name("en_conversations")
 LOCOMO = DATASETS / "locomo" / "locomo10-dev.json"
-TUNE_HALF = 2  # LoCoMo dev's first conversations: the grid's tuning half (`memory.evaluation.runner.grid_search`)
+TUNE_HALF = 2  # LoCoMo dev's first conversations: the grid's tuning half (`gateway.evaluation.runner.grid_search`)
 TOP_K = 10
 
 

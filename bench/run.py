@@ -85,11 +85,11 @@ from bench.previous import read_previous, read_quality
 from bench.procinfo import allocator, disk_bytes, load_average, machine_info, thread_names
 from bench.profile_stage import profile_stage
 from bench.server import REPO
-from gateway import eval_memorybank
-from gateway.assembly import open_runtime
-from memory.evaluation.report import BEGIN as EVAL_BEGIN
-from memory.evaluation.report import END as EVAL_END
-from memory.evaluation.report import write_between
+from gateway.evaluation import memorybank_run as eval_memorybank
+from gateway.evaluation.report import BEGIN as EVAL_BEGIN
+from gateway.evaluation.report import END as EVAL_END
+from gateway.evaluation.report import write_between
+from gateway.services.assembly import open_runtime
 
 
 async def baseline_server(cfg: Config, results: Results, data_dir: Path, log: Path) -> None:

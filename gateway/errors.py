@@ -68,7 +68,7 @@ ERRORS: dict[str, ErrorKind] = {
     "rate_limited": ErrorKind(429, -32010, retryable=True, retry_after_seconds=1),
     "internal": ErrorKind(500, INTERNAL_ERROR),  # -32603
     "backend_unavailable": ErrorKind(503, -32011, retryable=True, retry_after_seconds=5),
-    # answered by the connection guard (gateway/connections.py), below the app
+    # answered by the connection guard (gateway/web/connections.py), below the app
     "request_timeout": ErrorKind(408, -32012, retryable=True, retry_after_seconds=1),
     "headers_too_large": ErrorKind(431, -32013),
     "overloaded": ErrorKind(503, -32014, retryable=True, retry_after_seconds=1),

@@ -28,8 +28,8 @@ from memory.recall.scoring import ScoringWeights
 from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest, WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
 from memory.service import MemoryService
-from memory.sessions import SessionService, TurnOutcome
 from memory.validation import EngineLimits, parse_instant
+from memory.working.service import SessionService, TurnOutcome
 
 __all__ = [
     "BackendUnavailable",

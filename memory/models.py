@@ -19,11 +19,11 @@ class WriteStatus(StrEnum):
     SKIPPED = "skipped"
 
 
-# `Source.tool` of a memory extracted from an agent's events (memory.agent_sessions): a statement derived from the
+# `Source.tool` of a memory extracted from an agent's events (memory.agent.sessions): a statement derived from the
 # conversation, not one of its turns, so a session's next turn never follows it (VectorStore.latest_in_session)
 EXTRACTED = "extract"
 # `Source.tool` of a semantic memory consolidation wrote (memory.consolidation): a generalisation of its
-# `metadata.sources`, indexed for keywords by the terms it shares with them (memory.keyword_document)
+# `metadata.sources`, indexed for keywords by the terms it shares with them (memory.text.keyword_document)
 CONSOLIDATED = "consolidate"
 
 
@@ -71,11 +71,13 @@ class Memory:
     # the memory written just before this one in the same session and namespace (a conversation's previous turn):
     # recall lets a match on one turn lift the turn that answers it (memory.recall.ranking.conversation_relevance)
     follows: str | None = None
-    # archived by maintenance (`memory.archive`): kept whole but out of the dense index and out of default recall
+    # archived by maintenance (`memory.lifecycle.archive`): kept whole but out of the dense index and out of default
+    # recall
     archived_at: datetime | None = None
     archive_reason: str | None = None
     # when this store took the memory in (`created_at` is when it happened: an imported turn's `occurred_at`);
-    # None for memories stored before the field existed. The archive counts idleness from it (`memory.archive`)
+    # None for memories stored before the field existed. The archive counts idleness from it
+    # (`memory.lifecycle.archive`)
     stored_at: datetime | None = None
 
     @property

@@ -78,7 +78,7 @@ class ListQuery:
 class VectorStore(Protocol):
     """Memories with their dense vectors, always read and written through a scope.
 
-    An archived memory (`archived_at` set, `memory.archive`) is kept whole but without its dense vector, so it
+    An archived memory (`archived_at` set, `memory.lifecycle.archive`) is kept whole but without its dense vector, so it
     is out of the dense index: `upsert` stores it without one and `update` drops the one it had; its keyword
     vector is kept. Upserting it again with `archived_at` unset (with a dense vector) puts it back."""
 

@@ -1,6 +1,6 @@
 """`Reembedding`: copies every memory of every tenant from the active index into a new one built for another
 embedder, then keeps it in step with the changes recorded meanwhile (`memory.stores.switchable.Changes`), then
-checks both agree. Switching is the caller's (`gateway.reembed`).
+checks both agree. Switching is the caller's (`gateway.services.reembed`).
 
 What is copied: every memory whatever its status (live, forgotten, superseded, expired, archived), with its id and
 every payload field unchanged except `embedding_model`, which names the model of the new vector. Vectors are
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field, replace
 import anyio.to_thread
 
 from memory.embedders.sparse import Bm25Encoder
-from memory.keyword_document import keyword_vector
 from memory.models import EXTRACTED, Memory
 from memory.pipeline import PipelineSettings, turns
 from memory.ports import Embedder, ListQuery, SparseVector, UpsertItem, VectorStore
 from memory.recall.cues import attributed
 from memory.scope import NamespaceScope
 from memory.stores.switchable import Changes
+from memory.text.keyword_document import keyword_vector
 
 BATCH = 64  # memories per page read, embedder call and upsert
 SESSION_CACHE = 50_000  # sessions whose latest turn is remembered for turn context

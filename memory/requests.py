@@ -50,7 +50,7 @@ class RecallRequest:
     token_budget: int | None = None
     explain: bool = False
     include_superseded: bool = False  # also memories a newer one superseded (never deleted or expired ones)
-    include_archived: bool = False  # also archived memories (`memory.archive`), found by their keywords
+    include_archived: bool = False  # also archived memories (`memory.lifecycle.archive`), found by their keywords
     as_of: datetime | None = None  # what was current at this instant: the versions valid then (`memory.recall.steps`)
 
 
@@ -61,7 +61,7 @@ class ListRequest:
     include_deleted: bool = False
     limit: int | None = None
     cursor: str | None = None
-    hidden: str | None = None  # only memories hidden in this state (`memory.hidden.HIDDEN_STATES`)
+    hidden: str | None = None  # only memories hidden in this state (`memory.lifecycle.hidden.HIDDEN_STATES`)
     history_of: str | None = None  # every version of this memory's supersession chain instead (`memory.versions`)
 
 

@@ -3,7 +3,7 @@
 Write: `memory.write.writer` (validate, skip exact repeats, the write pipeline of docs/DESIGN.md § "The write path",
 embed, then under the namespace's write lock conflict detection and one batch with linked copies, completed by
 `memory.write.linking`). Forget and restore take the same lock, so an origin and its copies never disagree. Archive
-moves one memory out of the dense index (`memory.archive`); restore brings it back, embedded again.
+moves one memory out of the dense index (`memory.lifecycle.archive`); restore brings it back, embedded again.
 Recall: two scoped searches over every target namespace (by meaning, then by keywords expanded by what the first
 found: pseudo-relevance feedback, `memory.recall.steps.searched`), the scores fused into a relevance lifted by cues read
 from the text (`memory.recall.cues`: the speaker the query names, a time for a "when" query) and by conversation context
@@ -18,14 +18,14 @@ from dataclasses import replace
 
 import anyio
 
-from memory.archive import archived_copy, is_live, restored_copy
 from memory.clock import Clock
 from memory.cursors import decode_cursor, encode_cursor
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument, NamespaceForbidden, NotFound
-from memory.growth import WriteObserver, ignore_writes, tell_write_growth
-from memory.hidden import HideObserver, check_hidden_state, ignore_hides, list_hidden, tell_write_hides
 from memory.ids import parse_memory_id
+from memory.lifecycle.archive import archived_copy, is_live, restored_copy
+from memory.lifecycle.hidden import HideObserver, check_hidden_state, ignore_hides, list_hidden, tell_write_hides
+from memory.lifecycle.visibility import as_seen_by
 from memory.locking import InProcessNamespaceLocks
 from memory.models import Memory, MemoryKind, MemoryPage, RecallHit, WriteOutcome
 from memory.pipeline import PipelineSettings, for_embedder
@@ -46,8 +46,8 @@ from memory.validation import (
 )
 from memory.values import check_text
 from memory.versions import history
-from memory.visibility import as_seen_by
 from memory.write.batch import BatchResult, write_batch
+from memory.write.growth import WriteObserver, ignore_writes, tell_write_growth
 from memory.write.linking import superseded_copy
 from memory.write.writer import MemoryWriter
 
@@ -80,8 +80,12 @@ class MemoryService:
         self.importance_rater = importance_rater  # the optional LLM of write step 3 (rules without it)
         self.keywords = Bm25Encoder()
         self.access = AccessRecorder(store, clock)
-        self.on_hidden: HideObserver = ignore_hides  # told of each hide (`memory.hidden`); the gateway counts them
-        self.on_written: WriteObserver = ignore_writes  # told what each write added (`memory.growth`); counted too
+        self.on_hidden: HideObserver = (
+            ignore_hides  # told of each hide (`memory.lifecycle.hidden`); the gateway counts them
+        )
+        self.on_written: WriteObserver = (
+            ignore_writes  # told what each write added (`memory.write.growth`); counted too
+        )
         self.locks: NamespaceLocks = locks or InProcessNamespaceLocks()
         self.writer = MemoryWriter(
             store, embedder, clock, self.limits, self.pipeline, self.keywords, self.locks, importance_rater
@@ -95,7 +99,7 @@ class MemoryService:
         self, weights: ScoringWeights, tenant_weights: Mapping[str, ScoringWeights], pipeline: PipelineSettings
     ) -> None:
         """The recall weights and write pipeline calibrated for a new embedder, after a re-embedding switched
-        the store and embedder this service holds (`gateway.reembed`)."""
+        the store and embedder this service holds (`gateway.services.reembed`)."""
         self.weights = weights
         self.tenant_weights = dict(tenant_weights)
         self.pipeline = pipeline
@@ -211,8 +215,9 @@ class MemoryService:
         return memory
 
     async def archive(self, scope: NamespaceScope, memory_id: str, reason: str) -> Memory:
-        """Move a live memory to the archive (`memory.archive`): kept whole, out of the dense index and of default
-        recall. Only this memory: a shared copy and its origin are each archived by their own namespace's use."""
+        """Move a live memory to the archive (`memory.lifecycle.archive`): kept whole, out of the dense index and of
+        default recall. Only this memory: a shared copy and its origin are each archived by their own namespace's
+        use."""
         memory = await self._get_writable(scope, memory_id)
         async with self.locks.hold(scope.tenant, memory.namespace):
             memory = await self._get_writable(scope, memory_id)

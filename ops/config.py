@@ -99,7 +99,7 @@ class Settings(BaseSettings):
     # recall scoring: score = similarity·relevance + recency + importance + access frequency (docs/DESIGN.md §
     # "Recall"), the engine's weights as declared in memory.recall.scoring, each from HINDSIGHT_WEIGHT_<FIELD>
     # (HINDSIGHT_RECENCY_DECAY_PER_HOUR); a share not set is the one calibrated for the embedder
-    # (gateway.runtime.scoring_weights, `weights_set`)
+    # (gateway.services.runtime.scoring_weights, `weights_set`)
     weights: ScoringWeights = Field(default_factory=ScoringWeights)
     scoring_tenants: dict[str, ScoringOverrides] = Field(
         default_factory=dict, description='Per-tenant recall weights, JSON: {"acme": {"recency": 0.3}}'
@@ -206,7 +206,7 @@ class Settings(BaseSettings):
     @property
     def weights_set(self) -> frozenset[str]:
         """The `ScoringWeights` fields set explicitly (a variable, an argument): the shares that are not are
-        calibrated for the embedder (`gateway.runtime.scoring_weights`)."""
+        calibrated for the embedder (`gateway.services.runtime.scoring_weights`)."""
         return self._weights_set
 
     @property

@@ -110,7 +110,8 @@ class Metrics:
         )  # fmt: skip
         self.tool_cpu = Counter(
             "hindsight_tool_cpu_seconds",
-            "CPU time tool calls were measured to spend and charged to the CPU budgets, by tool (gateway.fairness).",
+            "CPU time tool calls were measured to spend and charged to the CPU budgets, by tool "
+            "(gateway.web.fairness).",
             ["tool", *extra],
             registry=self.registry,
         )
@@ -226,7 +227,7 @@ class Metrics:
         self.http_duration.labels(method=method, route=route, status_class=status_class).observe(seconds)
 
     def count_hidden(self, reason: str, count: int) -> None:
-        """The engine's hide observer (`memory.hidden`): `count` memories hidden for `reason`."""
+        """The engine's hide observer (`memory.lifecycle.hidden`): `count` memories hidden for `reason`."""
         self.memories_hidden.labels(reason=reason).inc(count)
 
     def count_feedback(self, used: int, unused: int, tenant: str | None) -> None:
@@ -236,7 +237,7 @@ class Metrics:
         self.recall_feedback.labels(used="false", **labels).inc(unused)
 
     def count_write(self, tenant: str, created: str | None, superseded: int) -> None:
-        """The engine's write observer (`memory.growth`): a write of `tenant` created a memory of kind `created`
+        """The engine's write observer (`memory.write.growth`): a write of `tenant` created a memory of kind `created`
         (None: none) and marked `superseded` older ones replaced."""
         labels = self.labels(tenant)
         if created is not None:

@@ -18,7 +18,7 @@ of the timeout, so every command, script call and pipeline of these clients runs
   limits that fail open, CPU charges, the recall log); past it the call fails with
   `redis.exceptions.TimeoutError` and its connection is dropped (redis-py disconnects a connection whose read is
   cancelled);
-- within `one_request()` (each `POST /mcp`, `gateway.rate_limit_gate`), once such a call got no answer, the
+- within `one_request()` (each `POST /mcp`, `gateway.web.rate_limit_gate`), once such a call got no answer, the
   request's other calls inside `redis_deadline` fail at once (`Skipped`): a hung Redis costs a request one short
   wait for all it can do without, however many of those calls it makes;
 - with a `CircuitBreaker` (the gateway's client has one, `ops.circuit_breaker`): after `threshold` calls in a row

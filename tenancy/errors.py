@@ -57,6 +57,6 @@ class TooManyCalls(TenancyError):
 
 
 class CpuBudgetSpent(TenancyError):
-    """A subject's or tenant's CPU budget is in debt (`gateway.fairness`): retry once it has refilled."""
+    """A subject's or tenant's CPU budget is in debt (`gateway.web.fairness`): retry once it has refilled."""
 
     code: ClassVar[str] = "rate_limited"

@@ -45,9 +45,9 @@ import anyio
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
+from memory.clients.redis_errors import redis_errors
 from memory.cpu_meter import waiting_elsewhere
 from memory.errors import BackendUnavailable
-from memory.redis_errors import redis_errors
 from tenancy.limits import Claim, Conflict, IdempotencyKey, IdempotencyStore, Replay, Started, tenant_prefix
 
 logger = logging.getLogger("hindsight.idempotency")

@@ -27,7 +27,7 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
-from memory.redis_errors import redis_errors
+from memory.clients.redis_errors import redis_errors
 from tenancy.limits import Bucket, RateDecision
 
 _SWEEP_EVERY = 1024

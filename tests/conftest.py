@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 from starlette.applications import Starlette
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from ops.config import Settings, TenantLimits
 from tenancy import mint_token

@@ -4,9 +4,9 @@ audit log carry (counts per store, the time and the admin; never content)."""
 
 from __future__ import annotations
 
-from gateway.answers import ErasureReceipt, PurgeAnswer
-from gateway.runtime import Runtime
-from gateway.serialize import iso
+from gateway.answers.serialize import iso
+from gateway.answers.shapes import ErasureReceipt, PurgeAnswer
+from gateway.services.runtime import Runtime
 from memory.erasure import Erased, Tiers, erase_planned, erase_selected, plan_namespace, plan_selection
 from memory.scope import NamespaceScope
 from memory.selection import Selection

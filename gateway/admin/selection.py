@@ -12,9 +12,9 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.admin.erasure import erase_everywhere
-from gateway.answers import EraseAnswer, ForgetSelectedAnswer, SelectAnswer
-from gateway.serialize import memory_json
-from gateway.tool_support import SCOPE_META, current_call
+from gateway.answers.serialize import memory_json
+from gateway.answers.shapes import EraseAnswer, ForgetSelectedAnswer, SelectAnswer
+from gateway.tools.boundary import SCOPE_META, current_call
 from memory.errors import InvalidArgument
 from memory.selection import Selection, forget_selected, select_page
 from memory.selection.criteria import Scalar

@@ -82,7 +82,7 @@ async def admin_client(args: argparse.Namespace) -> AsyncIterator[Client]:
         return
     if not args.tenant:
         raise UsageError("direct mode (no --url) needs --tenant")
-    from gateway.app import create_app, jwt_settings
+    from gateway.web.app import create_app, jwt_settings
 
     settings = direct_settings(IN_USE_HINT)
     token = mint_token(
@@ -256,8 +256,8 @@ async def erase_selected(args: argparse.Namespace) -> int:
 async def maintain(args: argparse.Namespace) -> int:
     """One maintenance pass (expiry, eviction, consolidation; idle sessions ended and extracted, old events
     dropped) on the data directory of these settings."""
-    from gateway.assembly import open_runtime
-    from gateway.maintenance import maintain_all, sweep_sessions
+    from gateway.services.assembly import open_runtime
+    from gateway.services.maintenance import maintain_all, sweep_sessions
 
     settings = direct_settings("stop it first; a running server maintains its data directory itself")
     async with open_runtime(settings) as runtime:

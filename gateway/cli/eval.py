@@ -4,8 +4,8 @@ docs/EVALUATION.md § "Which command gives which figure").
 By default it starts `create_app(settings)` in this process (a temporary data directory, so nothing of a real
 deployment is touched; rate limits off; memory maintenance off, since recall already hides what maintenance
 would soft-delete) and drives it with a real MCP client over an in-process ASGI transport; with `--url` and
-`--token` it drives a running gateway instead. Each turn format of `memory.evaluation.formats` is written and
-asked in its own namespaces (`gateway/eval_mcp.py`), and the Markdown section with the formats side by side
+`--token` it drives a running gateway instead. Each turn format of `gateway.evaluation.formats` is written and
+asked in its own namespaces (`gateway/evaluation/over_mcp.py`), and the Markdown section with the formats side by side
 is printed; `--out FILE` also writes it into FILE as its own section (the rest of FILE kept: that is how
 `bench/RESULTS.md` is updated, and only when asked). `--grid` adds the weight search, which runs in process on a
 manual clock (it changes the service's weights between passes, which no tool does).
@@ -27,19 +27,19 @@ from typing import Any
 
 import anyio
 
-from gateway import eval_memorybank
-from gateway.assembly import open_runtime
 from gateway.cli.errors import UsageError, tool_body
 from gateway.cli.progress import Progress
-from gateway.eval_cases import add_cases_command
-from gateway.eval_mcp import McpEvaluation
-from gateway.eval_target import eval_settings, in_process, quiet_logging, remote
+from gateway.evaluation import locomo, memorybank
+from gateway.evaluation import memorybank_run as eval_memorybank
+from gateway.evaluation.formats import BY_NAME, FORMATS, TurnFormat
+from gateway.evaluation.over_mcp import McpEvaluation
+from gateway.evaluation.report import render, write_between, write_section
+from gateway.evaluation.results import EvalReport
+from gateway.evaluation.runner import default_grid, evaluate
+from gateway.evaluation.target import eval_settings, in_process, quiet_logging, remote
+from gateway.evaluation.tenant_cases import add_cases_command
+from gateway.services.assembly import open_runtime
 from memory.clock import ManualClock
-from memory.evaluation import locomo, memorybank
-from memory.evaluation.formats import BY_NAME, FORMATS, TurnFormat
-from memory.evaluation.report import render, write_between, write_section
-from memory.evaluation.results import EvalReport
-from memory.evaluation.runner import default_grid, evaluate
 from ops.config import Settings
 from tenancy import Principal, scope_for
 from tenancy.principal import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE

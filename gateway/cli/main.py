@@ -31,7 +31,7 @@ from gateway.cli.admin import add_admin_commands, data_dir_in_use
 from gateway.cli.errors import EXIT_USAGE, CommandFailed, UsageError, describe
 from gateway.cli.eval import add_eval_commands
 from gateway.cli.reembed import add_reembed_command
-from gateway.reembed_tools import SCOPE_OPERATOR
+from gateway.tools.reembed import SCOPE_OPERATOR
 from ops.allocator import allocator_in_use, reexec_with_jemalloc
 from ops.config import Settings
 from ops.logging import configure_logging
@@ -53,7 +53,7 @@ def _csv(value: str) -> list[str]:
 
 
 def _secret(settings: Settings) -> str:
-    from gateway.app import jwt_settings
+    from gateway.web.app import jwt_settings
 
     return jwt_settings(settings).secret
 
@@ -176,8 +176,8 @@ def check_port_free(host: str, port: int) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gateway.app import create_app
-    from gateway.connections import guarded_protocol
+    from gateway.web.app import create_app
+    from gateway.web.connections import guarded_protocol
 
     settings = Settings()
     if args.host:
@@ -216,7 +216,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_config=None,  # keep the JSON handler of `main`
             proxy_headers=True,
             forwarded_allow_ips=settings.serving.forwarded_allow_ips,
-            http=guarded_protocol(settings),  # header and body deadlines, connection caps (gateway/connections.py)
+            http=guarded_protocol(settings),  # header and body deadlines, connection caps (gateway/web/connections.py)
             ws="none",  # no WebSocket upgrades: a connection stays the guarded protocol's
         )
     except SystemExit as exc:  # uvicorn exits when the port is taken or the app's startup fails

@@ -1,4 +1,4 @@
-"""`hindsight reembed`: move the memories to another embedding model without downtime (`gateway.reembed`).
+"""`hindsight reembed`: move the memories to another embedding model without downtime (`gateway.services.reembed`).
 
     hindsight reembed --to use --url http://127.0.0.1:8080/mcp --token $OPERATOR_TOKEN   # a running gateway
     hindsight reembed --to use                                                            # offline
@@ -73,7 +73,7 @@ async def _online(args: argparse.Namespace, action: str) -> int:
 
 
 async def _offline(args: argparse.Namespace, action: str) -> int:
-    from gateway.assembly import open_runtime
+    from gateway.services.assembly import open_runtime
 
     settings = direct_settings("use --url and --token to migrate inside the running gateway")
     async with open_runtime(settings) as runtime:

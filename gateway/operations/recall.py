@@ -61,5 +61,5 @@ class RecallArguments(BaseModel):
         )
 
     def logged(self) -> dict[str, Any]:
-        """The arguments a recall-log entry keeps (`gateway.recall_logging`)."""
+        """The arguments a recall-log entry keeps (`gateway.tools.recall_log`)."""
         return {name: getattr(self, name) for name in LOGGED}

@@ -19,14 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from gateway.answers import Citation, Hit, RecallAnswer
+from gateway.answers.serialize import cited_json, hit_json
+from gateway.answers.shapes import Citation, Hit, RecallAnswer
 from gateway.errors import json_text
 from gateway.recall_answer.block import SessionPart, fitted_block, kept_first, shown_in, whole_block
 from gateway.recall_answer.lines import NOTHING, Order, Shown, spans_namespaces
 from gateway.recall_answer.provenance import withheld_line
-from gateway.serialize import cited_json, hit_json
 from memory.models import RecallHit, WorkingMemory
-from memory.tokens import count_tokens
+from memory.text.tokens import count_tokens
 
 Format = Literal["memories", "context"]
 Detail = Literal["lean", "full"]

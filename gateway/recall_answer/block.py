@@ -9,7 +9,7 @@ With `format: "context"` the text may be led by the session's working memory:
     4 May 2026
     [1] 0.94 The user prefers Air China
 
-`token_budget` bounds the whole text, counted with `memory.tokens.count_tokens` (cl100k_base), in whole lines: the
+`token_budget` bounds the whole text, counted with `memory.text.tokens.count_tokens` (cl100k_base), in whole lines: the
 session's state first (all of it or none), then the memories best first (the most important first for `order:
 "importance"`; a memory that does not fit is skipped, a later shorter one may still fit), then the recent turns with
 what is left, newest first and without gaps (the agent usually still holds its latest turns; the state and the
@@ -40,7 +40,7 @@ from gateway.recall_answer.lines import (
 )
 from memory.models import RecallHit, WorkingMemory
 from memory.pipeline.injection import untrusted_mark
-from memory.tokens import count_tokens
+from memory.text.tokens import count_tokens
 
 Added = Literal["state", "turn", "memory"]
 

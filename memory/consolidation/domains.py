@@ -3,7 +3,7 @@ the forms a word takes (a compound's parts, an activity's or agent's stem).
 
 Facts about one topic often share no word: "The user swims laps", "The user needs new goggles", "The user wants
 to improve their freestyle" (a thing, its gear, its technique). The shipped embedders do not see that: on the
-labelled set `memory/evaluation/labels/consolidation_words.json` their cosine ranks a same-topic pair above a
+labelled set `gateway/evaluation/labels/consolidation_words.json` their cosine ranks a same-topic pair above a
 cross-topic pair only 77-92% of the time, too noisy to merge on without false merges (bench/FINDINGS.md, "Topics
 that share no word").
 

@@ -32,14 +32,14 @@ from memory.consolidation.profile import profiles
 from memory.consolidation.statements import Member, chinese, evidence, statement
 from memory.consolidation.topics import surface_forms, topics_of
 from memory.errors import BackendUnavailable
-from memory.forgetting import live_memories
-from memory.keyword_document import INDEX_TERMS, index_terms
+from memory.lifecycle.forgetting import live_memories
 from memory.llm import ChatSummarizer
 from memory.models import CONSOLIDATED, Memory, MemoryKind, WriteStatus
-from memory.pipeline.text import split_speaker
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope, validate_namespace
 from memory.service import MemoryService
+from memory.text.keyword_document import INDEX_TERMS, index_terms
+from memory.text.words import split_speaker
 
 logger = logging.getLogger("hindsight.consolidation")
 SUBJECT = "hindsight-consolidation"

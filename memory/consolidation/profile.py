@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from memory.consolidation.statements import Member, evidence
 from memory.consolidation.topics import own_lines, topics_of
-from memory.pipeline.text import has_cjk, split_speaker
+from memory.text.words import has_cjk, split_speaker
 
 _ADVERBS = r"(?:'ve|'m|\s+(?:\w+ly|also|quite|just|do|still|always|even|too|have|am|especially|particularly))*"
 _EN_LIKE = re.compile(

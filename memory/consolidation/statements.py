@@ -27,7 +27,7 @@ from datetime import datetime
 
 from memory.consolidation.domains import DOMAIN_PREFIX
 from memory.consolidation.topics import Topics, domain_term, own_lines
-from memory.pipeline.text import has_cjk, split_speaker
+from memory.text.words import has_cjk, split_speaker
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _PETS_EN = {"dog", "cat", "puppy", "kitten", "parrot", "hamster", "rabbit", "bunny", "horse", "turtle", "pet"}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from memory.consolidation.domains import chinese_domains, domain_of
-from memory.pipeline.text import CJK_RUN, STOPWORDS, has_cjk, nfkc, split_speaker
+from memory.text.words import CJK_RUN, STOPWORDS, has_cjk, nfkc, split_speaker
 
 _ENGLISH_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#]*(?:[.'’-][A-Za-z0-9+#]+)*|\d+(?:\.\d+)+")
 

@@ -1,7 +1,7 @@
 """`RemoteEmbedder`: any OpenAI-compatible `/v1/embeddings` API (a hosted model, a local inference server).
 
 Texts go in batches; each request has a timeout and is retried with exponential backoff and jitter on connection
-errors, timeouts, 408, 409, 429 and 5xx (`memory.openai_api`; embedding is idempotent). Anything else, or
+errors, timeouts, 408, 409, 429 and 5xx (`memory.clients.openai_api`; embedding is idempotent). Anything else, or
 retries running out, is a retryable `BackendUnavailable` for the caller. The vector size is learnt from the
 first answer unless configured.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx2
 
+from memory.clients.openai_api import endpoint, http_client, post_json, retrying
 from memory.errors import BackendUnavailable, InvalidArgument
-from memory.openai_api import endpoint, http_client, post_json, retrying
 
 API = "embedding API"
 

@@ -1,7 +1,7 @@
 """`Bm25Encoder`: text to the BM25 sparse vectors of the keyword half of hybrid recall (docs/DESIGN.md § "Recall").
 
 The engine computes sparse vectors itself and hands them to the store, so both stores index exactly the same
-terms. A term's index is a stable 31-bit hash of its token (see `memory.pipeline.text.tokenize`: words for
+terms. A term's index is a stable 31-bit hash of its token (see `memory.text.words.tokenize`: words for
 alphabetic scripts, character bigrams and meaningful single characters for Chinese, Japanese and Korean).
 A document's weights are BM25's saturated term frequencies; a query's are 1 per distinct term (or chosen
 weights, for pseudo-relevance feedback). The store's sparse vector carries Qdrant's IDF modifier, which supplies
@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from memory.pipeline.text import tokenize
 from memory.ports import SparseVector
+from memory.text.words import tokenize
 
 
 @lru_cache(maxsize=131_072)
@@ -42,7 +42,7 @@ class Bm25Encoder:
         return self.terms(tokenize(text))
 
     def terms(self, tokens: Sequence[str]) -> SparseVector:
-        """The document vector of terms already tokenized (`memory.pipeline.text.tokenize`)."""
+        """The document vector of terms already tokenized (`memory.text.words.tokenize`)."""
         norm = self.k1 * (1 - self.b + self.b * len(tokens) / self.avg_len)
         weights: dict[int, float] = {}
         for token, tf in Counter(tokens).items():

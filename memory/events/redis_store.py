@@ -34,11 +34,11 @@ from urllib.parse import quote, unquote
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
+from memory.clients.redis_errors import redis_errors
 from memory.errors import BackendUnavailable
 from memory.events import model, redis_scripts
 from memory.events.base import EventStoreBase, Pair
 from memory.events.model import Event, EventCounts, SessionRecord, SessionStatus, decode_event, from_micros, micros
-from memory.redis_errors import redis_errors
 
 _TENANTS = "hs:ev:tenants"
 _BATCH = 100

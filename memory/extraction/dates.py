@@ -1,7 +1,7 @@
 """Relative dates made absolute: each time phrase of a sentence gets the day it names written after it, from the
 day the sentence was said ("tomorrow" -> "tomorrow (2026-12-03)", "明天" -> "明天（2026-12-03）").
 
-Phrases about days to come, weekdays, dates and spans come from `memory.pipeline.time_phrases.candidates`; this
+Phrases about days to come, weekdays, dates and spans come from `memory.text.time_phrases.candidates`; this
 module adds the past it leaves out ("yesterday", "the day before yesterday", "last night", "last week", "last
 weekend", "last month", "last year", "last Friday", "3 days ago", "two weeks ago", "昨天", "昨晚", "前天", "大前天",
 "上周", "上周三", "上个月", "去年", "前年", "三天前", "两个月前").
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from datetime import date, timedelta
 
 from memory.pipeline.prospective import PAST
-from memory.pipeline.time_phrases import AHEAD_ONLY, OFFSET, candidates
+from memory.text.time_phrases import AHEAD_ONLY, OFFSET, candidates
 
 MAX_ANNOTATIONS = 8
 

@@ -1,7 +1,7 @@
 """`ChatClient`: one OpenAI-compatible `/v1/chat/completions` API (base URL, model, optional key), shared by every
 use of the optional LLM (`summaries`, `importance`).
 
-It owns the HTTP connection pool and the request timeout; retries follow `memory.openai_api`. Any failure,
+It owns the HTTP connection pool and the request timeout; retries follow `memory.clients.openai_api`. Any failure,
 including an empty or malformed answer, raises `BackendUnavailable`, so callers have one error to fall back on.
 """
 
@@ -12,8 +12,8 @@ from types import TracebackType
 
 import httpx2
 
+from memory.clients.openai_api import endpoint, http_client, post_json, retrying
 from memory.errors import BackendUnavailable
-from memory.openai_api import endpoint, http_client, post_json, retrying
 
 API = "LLM API"
 

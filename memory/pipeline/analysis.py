@@ -4,7 +4,7 @@
 query on the caller's thread, where a worker-thread hop would cost more than the analysis).
 
 Every rule is linear in the text (see the step modules), but hostile text at the size limit still costs tens of
-milliseconds per step, so the steps run under one budget of thread CPU time (`memory.pipeline.budget`), checked
+milliseconds per step, so the steps run under one budget of thread CPU time (`memory.text.budget`), checked
 between steps and inside the loops over matches. A step the budget does not reach, or that runs out midway, is
 skipped as a whole and recorded with why; the request goes on without it (a write is still stored):
 
@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 from memory import cpu_meter
 from memory.embedders.sparse import Bm25Encoder
 from memory.pipeline import claims, density, expiry, importance, injection
-from memory.pipeline.budget import BudgetExhausted, CpuBudget
-from memory.pipeline.text import normalize
 from memory.ports import SparseVector
 from memory.recall.cues import QueryCues, query_cues
+from memory.text.budget import BudgetExhausted, CpuBudget
+from memory.text.words import normalize
 
 # The default budget of a request's text analysis, in seconds of thread CPU time. Normal text needs well under a
 # millisecond per step; hostile text at the 8,000-character limit up to ~20 ms for the costliest step.

@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from itertools import islice
 
-from memory.pipeline.budget import CpuBudget, check
-from memory.pipeline.text import nfkc, split_speaker, stem
+from memory.text.budget import CpuBudget, check
+from memory.text.words import nfkc, split_speaker, stem
 
 SINGLE = "single"  # one value at a time: a new value replaces the old one
 USES = "uses"  # several can hold at once: replaced only when the new one says it is a change

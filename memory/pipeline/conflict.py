@@ -34,11 +34,11 @@ from itertools import islice
 from typing import Any
 
 from memory.models import Memory
-from memory.pipeline.budget import BudgetExhausted, CpuBudget, check
 from memory.pipeline.claims import PREFERENCE, SINGLE, USES, WEAK_CHANGE, Claim, extract, purpose
 from memory.pipeline.settings import PipelineSettings
-from memory.pipeline.text import STOPWORDS, content_words, has_cjk, nfkc, numbers, split_speaker, stem, tokenize
 from memory.recall.cues import speaker_of
+from memory.text.budget import BudgetExhausted, CpuBudget, check
+from memory.text.words import STOPWORDS, content_words, has_cjk, nfkc, numbers, split_speaker, stem, tokenize
 
 _NEGATION = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot)\b|不|没|别|未")
 

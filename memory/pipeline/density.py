@@ -12,8 +12,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from memory.pipeline.budget import CpuBudget, check
-from memory.pipeline.text import normalize, split_speaker
+from memory.text.budget import CpuBudget, check
+from memory.text.words import normalize, split_speaker
 
 # Whole phrases, by category; the content is low-information when it is a sequence of these and nothing else.
 _PHRASES: dict[str, tuple[str, ...]] = {

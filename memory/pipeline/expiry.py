@@ -1,6 +1,6 @@
 """Step 2 of the write pipeline (docs/DESIGN.md § "The write path"): a plan read from the text, and the day it is about.
 
-Rule-based, English and Chinese: a fact about a coming day (a phrase of `memory.pipeline.time_phrases`:
+Rule-based, English and Chinese: a fact about a coming day (a phrase of `memory.text.time_phrases`:
 "tomorrow", "next Wednesday", "in 3 days", "下周三", "5月5日") is a plan until the end of that day, in the time zone
 of the turn's own time (`occurred_at`, else now in UTC).
 
@@ -18,13 +18,13 @@ the latest day wins. An explicit `ttl_seconds` always wins over the text.
 
 What a plan means later (decided and measured, `python -m bench.expired_plans`): the write notes the end of its
 day (`_pipeline.expiry.until`) and sets no `expires_at`, so a plan is never hidden; once the day has passed,
-recall keeps it as history and marks it (`memory.hidden`), and lowers it for a question about the present only if
-configured (`ScoringWeights.passed_plan`, off by default). On five samples written blind to these rules the plan
+recall keeps it as history and marks it (`memory.lifecycle.hidden`), and lowers it for a question about the present only
+if configured (`ScoringWeights.passed_plan`, off by default). On five samples written blind to these rules the plan
 reading was right between a third and five sixths of the times it fired (bench/FINDINGS.md): not sure enough to
 hide or lower a memory. On LoCoMo dev, passed plans as good as hidden gave recall@10 0.780, kept 0.792. An
 explicit `ttl_seconds` is the only expiry that hides.
 
-Linear in the text, whatever it holds: the phrases are found in linear time (`memory.pipeline.time_phrases`),
+Linear in the text, whatever it holds: the phrases are found in linear time (`memory.text.time_phrases`),
 the sentences are found once and each is tested for tense once, and a run of
 punctuation is never rescanned (8,000 characters of "on Fri " cost 7.5 s before, ~6 ms now).
 """
@@ -36,10 +36,10 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from memory.pipeline.budget import CpuBudget
 from memory.pipeline.prospective import PERMANENT, Quotes, Sentences, names_today, without_header
-from memory.pipeline.text import nfkc
-from memory.pipeline.time_phrases import AHEAD_ONLY, OFFSET, candidates
+from memory.text.budget import CpuBudget
+from memory.text.time_phrases import AHEAD_ONLY, OFFSET, candidates
+from memory.text.words import nfkc
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory.pipeline.budget import CpuBudget, check
-from memory.pipeline.text import content_words, has_cjk
+from memory.text.budget import CpuBudget, check
+from memory.text.words import content_words, has_cjk
 
 BASE = 0.5
 EXPLICIT_FLOOR = 0.9

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from memory.models import Memory
 from memory.pipeline import PIPELINE_KEY
 from memory.pipeline.injection_cues import combined
-from memory.pipeline.text import has_cjk
+from memory.text.words import has_cjk
 
 _READER = r"(?:ai|a\.i\.|assistant|model|llm|language\s+model|agent|bot|chatbot|gpt|claude)"
 _INSTRUCTIONS = (

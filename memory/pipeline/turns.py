@@ -14,8 +14,8 @@ import math
 from collections.abc import Sequence
 
 from memory.embedders.sparse import Bm25Encoder
-from memory.pipeline.text import split_speaker
 from memory.ports import SparseVector
+from memory.text.words import split_speaker
 
 
 def is_dialogue_turn(text: str) -> bool:

@@ -31,7 +31,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from memory.pipeline.text import has_cjk, normalize, split_speaker
+from memory.text.words import has_cjk, normalize, split_speaker
 
 _WORD = re.compile(r"[^\W_]+")
 _ASKS_WHEN = re.compile(

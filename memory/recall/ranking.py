@@ -7,8 +7,8 @@ The similarity part is a relevance relative to the best candidate of the same re
    stronger signal of a query decide, and on LoCoMo it beat both halves where rank fusion fell below BM25 alone);
 2. cues (`memory.recall.cues`): a memory spoken by someone the query names (its "Name: " prefix or the speaker given in
    its metadata) is multiplied by 1 + `speaker`, and one that says when something happened by 1 + `when` if the
-   query asks when; a plan whose day has passed (`memory.hidden`) by `passed_plan` when the query asks about the
-   present (history, not the present);
+   query asks when; a plan whose day has passed (`memory.lifecycle.hidden`) by `passed_plan` when the query asks about
+   the present (history, not the present);
 3. conversation context: a memory that follows a matching one in its session (the answer to a matching question)
    is lifted by `context` times the match's relevance (twice that when the match asks a question), the memory
    before a match by a third of that, and every memory by `session` times the best relevance found in its
@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from memory.hidden import is_passed_plan
+from memory.lifecycle.hidden import is_passed_plan
 from memory.models import EXTRACTED, Memory, RecallHit
-from memory.pipeline.text import content_words, has_cjk
 from memory.ports import RecallFilter, ScoredMemory
 from memory.recall.cues import QueryCues, asks, ends_asking, speaker_of, states_time
 from memory.recall.scoring import estimate_tokens
+from memory.text.words import content_words, has_cjk
 
 # Cosines closer together than this are not stretched apart by the min-max scaling of the hybrid relevance.
 MIN_COSINE_SPREAD = 0.1

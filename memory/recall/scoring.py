@@ -91,8 +91,8 @@ class ScoringWeights:
             "the usual context lift.",
         ),
     ] = 2.0
-    # a plan whose day has passed (memory.hidden.passed_plan) stays recallable as history; 1 (off) by default: the
-    # plan reading is not sure enough on fresh text to lower a memory for it (bench/FINDINGS.md), and lowering
+    # a plan whose day has passed (memory.lifecycle.hidden.passed_plan) stays recallable as history; 1 (off) by default:
+    # the plan reading is not sure enough on fresh text to lower a memory for it (bench/FINDINGS.md), and lowering
     # gained nothing on LoCoMo
     passed_plan: Annotated[
         float,

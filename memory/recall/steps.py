@@ -1,7 +1,7 @@
 """The recall path's steps around the store: the checked filter of a `RecallRequest`, the two searches that find
 the candidates, the candidates turned into scored hits (a superseded match answered by the memory that replaced
-it). What a caller may see of the links a hit carries is `memory.visibility`. `MemoryService.recall` strings them
-together. Recall as of an instant (`as_of`) answers with the versions valid then (`memory.versions`): memories
+it). What a caller may see of the links a hit carries is `memory.lifecycle.visibility`. `MemoryService.recall` strings
+them together. Recall as of an instant (`as_of`) answers with the versions valid then (`memory.versions`): memories
 written no later, a superseded one answered when its successor came after that instant."""
 
 from __future__ import annotations

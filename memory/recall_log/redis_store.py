@@ -20,6 +20,7 @@ from typing import Any
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
+from memory.clients.redis_errors import redis_errors
 from memory.clock import Clock
 from memory.recall_log.base import Pick, RecallLogBase
 from memory.recall_log.store import (
@@ -29,7 +30,6 @@ from memory.recall_log.store import (
     decode_entry,
     encode_entry,
 )
-from memory.redis_errors import redis_errors
 from memory.scope import NamespaceScope
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

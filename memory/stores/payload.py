@@ -23,7 +23,7 @@ logger = logging.getLogger("hindsight.store")
 STATUS_ACTIVE = "active"
 STATUS_DELETED = "deleted"
 STATUS_SUPERSEDED = "superseded"
-STATUS_ARCHIVED = "archived"  # kept whole, without a dense vector (`memory.archive`)
+STATUS_ARCHIVED = "archived"  # kept whole, without a dense vector (`memory.lifecycle.archive`)
 
 # Payload fields that get an index; the tenant index is the multi-tenant partition key.
 KEYWORD_FIELDS = (

@@ -35,10 +35,10 @@ from urllib.parse import quote, unquote
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
+from memory.clients.redis_errors import redis_errors
 from memory.clock import Clock
 from memory.errors import BackendUnavailable, InvalidArgument
 from memory.models import Turn, WorkingMemory
-from memory.redis_errors import redis_errors
 from memory.working.base import SessionKey, WorkingMemoryBase
 from memory.working.in_process import merge_state
 

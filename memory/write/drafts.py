@@ -20,7 +20,6 @@ from typing import Any
 from memory.embedders.sparse import Bm25Encoder
 from memory.errors import InvalidArgument
 from memory.ids import content_hash, new_memory_id
-from memory.keyword_document import keyword_vector
 from memory.models import Memory, Source, WriteOutcome, WriteStatus
 from memory.pipeline import PipelineSettings, claims, turns
 from memory.pipeline.analysis import WriteAnalysis, analyse_write
@@ -29,6 +28,7 @@ from memory.ports import ImportanceRater, SparseVector
 from memory.recall.cues import attributed, speaker_of
 from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
+from memory.text.keyword_document import keyword_vector
 from memory.validation import (
     EngineLimits,
     check_content,

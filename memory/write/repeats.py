@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.hidden import is_passed_plan
+from memory.lifecycle.hidden import is_passed_plan
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.requests import WriteRequest
 from memory.stores.payload import STATUS_ACTIVE, status_of

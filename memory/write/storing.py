@@ -22,9 +22,9 @@ import numpy as np
 
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.pipeline import PipelineSettings, conflict
-from memory.pipeline.budget import CpuBudget
 from memory.ports import NearestQuery, RecallFilter, ScoredMemory, UpsertItem, VectorStore
 from memory.scope import NamespaceScope
+from memory.text.budget import CpuBudget
 from memory.write import linking
 from memory.write.drafts import Draft
 

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from memory import cpu_meter
-from memory.archive import restored_copy
 from memory.clock import Clock
 from memory.embedders.sparse import Bm25Encoder
+from memory.lifecycle.archive import restored_copy
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.pipeline import PipelineSettings, conflict
 from memory.pipeline.analysis import WriteAnalysis

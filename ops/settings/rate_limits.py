@@ -20,7 +20,7 @@ class TenantLimits(BaseModel):
     measured to spend once it is done, a bucket in debt refusing calls (429) until refilled; and the tool calls one
     subject and one tenant may have running at once in a gateway process, further calls waiting up to
     `concurrency_wait_seconds` for a turn (then `rate_limited`, retryable; a call waiting on the LLM leaves its
-    turn meanwhile). See `gateway.fairness`."""
+    turn meanwhile). See `gateway.web.fairness`."""
 
     subject_read_per_minute: float = Field(600, gt=0)
     subject_write_per_minute: float = Field(120, gt=0)

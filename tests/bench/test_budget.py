@@ -20,9 +20,9 @@ from bench.budget_text import (
     previous_answer,
     readable,
 )
-from memory.evaluation import locomo, memorybank
-from memory.evaluation.formats import BY_NAME
-from memory.tokens import count_tokens
+from gateway.evaluation import locomo, memorybank
+from gateway.evaluation.formats import BY_NAME
+from memory.text.tokens import count_tokens
 
 LOCOMO_SAMPLE: dict[str, Any] = {
     "sample_id": "tiny-1",

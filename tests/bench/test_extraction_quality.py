@@ -15,8 +15,8 @@ import pytest
 
 from bench import extraction_quality
 from bench.extraction_quality import CONFIGS, Dataset, Figures, LanguageFigures
-from memory.evaluation import memorybank
-from memory.evaluation.locomo import truncated
+from gateway.evaluation import memorybank
+from gateway.evaluation.locomo import truncated
 from tests.fixtures import DATASETS, MEMORYBANK, MEMORYBANK_EVIDENCE
 
 TURNS = 60

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 
-from gateway.maintenance import sweep_sessions
+from gateway.services.maintenance import sweep_sessions
 from memory.clock import ManualClock
 from tests.chat_server import ChatRequest, ChatServer
 from tests.conftest import Mint, data, error_code, make_settings, mcp_session, running
@@ -171,7 +171,7 @@ async def test_reextract_supersedes_the_facts_a_better_extraction_replaces(
         tmp_path / "data", llm_url=chat_server.url, llm_model="stand-in", llm_extraction_timeout_seconds=5
     )
     clock = ManualClock(datetime(2026, 6, 1, tzinfo=UTC))
-    from gateway.app import create_app
+    from gateway.web.app import create_app
 
     async with running(create_app(settings, clock=clock)) as app, mcp_session(app, mint()) as client:
         await call(client, "record_event", {"session_id": "s", "type": "user_message", "content": "I live in Porto."})

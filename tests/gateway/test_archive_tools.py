@@ -12,8 +12,8 @@ import httpx2
 import pytest
 from starlette.applications import Starlette
 
-from gateway.maintenance import maintain_all
-from gateway.serialize import iso
+from gateway.answers.serialize import iso
+from gateway.services.maintenance import maintain_all
 from memory.clock import ManualClock
 from tests.conftest import BASE_URL, Mint, data, error_code, mcp_session
 from tests.gateway.test_hidden_memories import hidden_counts

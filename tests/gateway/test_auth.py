@@ -13,7 +13,7 @@ import jwt
 import pytest
 from starlette.applications import Starlette
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from tests.conftest import BASE_URL, SECRET, Mint, error_code, make_settings, mcp_session, running
 
 pytestmark = pytest.mark.anyio

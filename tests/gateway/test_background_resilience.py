@@ -15,9 +15,9 @@ import httpx2
 import pytest
 from starlette.applications import Starlette
 
-from gateway.app import create_app
-from gateway.background import Supervisor
-from gateway.maintenance import admin_scope, maintain_all, maintenance_loop
+from gateway.services.background import Supervisor
+from gateway.services.maintenance import admin_scope, maintain_all, maintenance_loop
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from memory.models import Memory
 from ops.config import Settings

@@ -30,7 +30,7 @@ from fastmcp.exceptions import ToolError
 from mcp import MCPError
 from starlette.applications import Starlette
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from ops.config import TenantLimits
 from tests.conftest import Mint, make_settings

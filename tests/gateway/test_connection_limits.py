@@ -1,5 +1,5 @@
 """Connections cannot be hoarded (issue #32.5): `hindsight serve` in a subprocess (real uvicorn, its httptools
-protocol guarded by gateway/connections.py), driven over raw sockets from several loopback source addresses
+protocol guarded by gateway/web/connections.py), driven over raw sockets from several loopback source addresses
 (127.0.0.x are all this host, each a client address of its own).
 
 A request's head and body each have a deadline (408, then closed), a head has a size limit (431), a client address
@@ -25,7 +25,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from gateway.connections import TrustedProxies, fit_open_files
+from gateway.web.connections import TrustedProxies, fit_open_files
 from tenancy import mint_token
 from tests.gateway.test_cli_serve import free_port, wait_until_live
 

@@ -10,7 +10,7 @@ import httpx2
 import pytest
 from starlette.applications import Starlette
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running
 

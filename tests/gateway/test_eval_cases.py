@@ -19,11 +19,18 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from gateway.cli.errors import UsageError, http_client, tool_body
-from gateway.eval_cases import Configuration, add_cases_command, case_settings, grid, run_command, run_embedded
-from gateway.runtime import scoring_weights
-from memory.evaluation.case_report import CasesReport, best_first, render, report_json
-from memory.evaluation.cases import CaseFileError, check_namespaces, load_cases
-from memory.evaluation.runner import default_grid
+from gateway.evaluation.case_report import CasesReport, best_first, render, report_json
+from gateway.evaluation.cases import CaseFileError, check_namespaces, load_cases
+from gateway.evaluation.runner import default_grid
+from gateway.evaluation.tenant_cases import (
+    Configuration,
+    add_cases_command,
+    case_settings,
+    grid,
+    run_command,
+    run_embedded,
+)
+from gateway.services.runtime import scoring_weights
 from tests.gateway.test_cli_errors import Server, clean_env, error_line, hindsight, served, token
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 
-from gateway.app import create_app
 from gateway.cli.eval import LOCOMO_SOURCE
-from gateway.eval_mcp import EvaluationFailed, McpEvaluation
-from gateway.runtime import Runtime
-from memory.evaluation import locomo
-from memory.evaluation.formats import FORMATS, HEADER, PLAIN
-from memory.evaluation.report import BEGIN, END, render
+from gateway.evaluation import locomo
+from gateway.evaluation.formats import FORMATS, HEADER, PLAIN
+from gateway.evaluation.over_mcp import EvaluationFailed, McpEvaluation
+from gateway.evaluation.report import BEGIN, END, render
+from gateway.services.runtime import Runtime
+from gateway.web.app import create_app
 from ops.config import Settings
 from tests.conftest import Mint, data, mcp_session, running
 from tests.gateway.test_cli_serve import free_port, wait_until_live

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.eval_memorybank import BEGIN, END, LABELS, SOURCE
-from gateway.runtime import scoring_weights
-from memory.evaluation import memorybank
+from gateway.evaluation import memorybank
+from gateway.evaluation.memorybank_run import BEGIN, END, LABELS, SOURCE
+from gateway.services.runtime import scoring_weights
 from ops.config import Settings
 from tests.fixtures import MEMORYBANK, MEMORYBANK_EVIDENCE
 
@@ -63,7 +63,7 @@ def test_a_label_naming_no_exchange_of_its_user_is_counted_and_its_question_left
 
 
 def test_the_labels_shipped_for_the_real_set_name_exchanges_of_its_100_questions_of_15_users() -> None:
-    """memory/evaluation/labels/ labels MemoryBank's own Chinese users (the data is not here to resolve them
+    """gateway/evaluation/labels/ labels MemoryBank's own Chinese users (the data is not here to resolve them
     against: `hindsight eval memorybank` counts any label that resolves to nothing in its report)."""
     rows = [json.loads(line) for line in memorybank.EVIDENCE.read_text(encoding="utf-8").splitlines() if line.strip()]
 

@@ -1,9 +1,9 @@
-"""What `explain` adds to a recall hit on the wire (`gateway.serialize.hit_json`): the score's parts, and for a
+"""What `explain` adds to a recall hit on the wire (`gateway.answers.serialize.hit_json`): the score's parts, and for a
 semantic memory written by consolidation the number of episodes it was consolidated from."""
 
 from __future__ import annotations
 
-from gateway.serialize import hit_json
+from gateway.answers.serialize import hit_json
 from memory.models import MemoryKind, RecallHit, ScoreParts
 from tests.memory.conftest import make_memory
 

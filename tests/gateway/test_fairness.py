@@ -1,7 +1,7 @@
 """Cost-aware fairness (issue #32, item 1): CPU budgets per subject and tenant charged what each call was measured
 to spend, a per-tenant cap on calls running at once, and bounds on what a recall may ask for.
 
-Budgets with an injected clock first (`gateway.fairness` on the in-process limiter), then through the real app:
+Budgets with an injected clock first (`gateway.web.fairness` on the in-process limiter), then through the real app:
 a tenant that spends its CPU budget gets 429 with `Retry-After` while another tenant is still served (in process,
 on a real Redis and a real Redis Cluster), a tenant at its cap waits or is refused while another is served, and
 the recall bounds are published and enforced."""
@@ -24,8 +24,8 @@ import pytest
 import redis.asyncio
 from starlette.applications import Starlette
 
-from gateway.app import create_app
-from gateway.fairness import ADMISSION_MS, Fairness, admit, charge, cpu_buckets, tenant_limits
+from gateway.web.app import create_app
+from gateway.web.fairness import ADMISSION_MS, Fairness, admit, charge, cpu_buckets, tenant_limits
 from memory.clock import ManualClock
 from memory.cpu_meter import run_metered
 from memory.locking.redis_lock import lock_key
@@ -471,7 +471,7 @@ def test_a_settled_server_process_freezes_what_startup_made_and_collects_its_you
     """In a child interpreter (freezing is for good, not for the test process that builds apps again and again)."""
     code = (
         "import gc, sys\n"
-        "from gateway.fairness import SWITCH_INTERVAL_SECONDS, YOUNG_COLLECTION_ALLOCATIONS, settle_interpreter\n"
+        "from gateway.web.fairness import SWITCH_INTERVAL_SECONDS, YOUNG_COLLECTION_ALLOCATIONS, settle_interpreter\n"
         "before = gc.get_threshold()\n"
         "settle_interpreter()\n"
         "assert gc.get_freeze_count() > 0, gc.get_freeze_count()\n"

@@ -18,8 +18,8 @@ from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 
-from gateway.app import create_app
 from gateway.errors import REPLAY_META
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running, tool_error
 

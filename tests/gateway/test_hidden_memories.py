@@ -9,7 +9,7 @@ import httpx2
 import pytest
 from starlette.applications import Starlette
 
-from gateway.maintenance import maintain_all
+from gateway.services.maintenance import maintain_all
 from memory.clock import ManualClock
 from tests.conftest import BASE_URL, Mint, data, mcp_session
 

@@ -18,7 +18,7 @@ import httpx2
 import pytest
 from mcp import Client
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from tests.conftest import BASE_URL, Freeze, Mint, data, error_code, make_settings, mcp_session, running, tool_error
 
 pytestmark = pytest.mark.anyio

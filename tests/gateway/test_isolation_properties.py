@@ -49,7 +49,7 @@ from mcp import Client
 from mcp_types import CallToolResult
 from starlette.applications import Starlette
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from tenancy import mint_token
 from tests.conftest import SECRET, Mint, data, make_settings, mcp_session, running
 

@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.app import create_app
-from gateway.maintenance import sample_memory_counts
-from gateway.observability import HttpRequestMetrics
+from gateway.services.maintenance import sample_memory_counts
+from gateway.web.app import create_app
+from gateway.web.observability import HttpRequestMetrics
 from memory.clock import ManualClock
 from ops.config import TenantLimits
 from ops.metrics import Metrics

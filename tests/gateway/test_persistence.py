@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from ops.config import Settings
 from tests.conftest import Mint, data, mcp_session, running
 
@@ -22,7 +22,7 @@ async def test_a_memory_written_before_shutdown_is_recalled_after_restart(settin
 
 
 async def test_the_dev_secret_is_reused_across_restarts(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from gateway.app import jwt_settings
+    from gateway.web.app import jwt_settings
 
     settings = Settings(_env_file=None, data_dir=tmp_path / "d")  # type: ignore[call-arg]
     first = jwt_settings(settings).secret

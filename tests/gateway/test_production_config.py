@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running
 
 pytestmark = pytest.mark.anyio

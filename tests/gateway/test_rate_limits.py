@@ -18,8 +18,8 @@ import httpx2
 import pytest
 from starlette.applications import Starlette
 
-from gateway.app import create_app
 from gateway.errors import REPLAY_META
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from ops.config import TenantLimits
 from tests.conftest import BASE_URL, Mint, make_settings, running

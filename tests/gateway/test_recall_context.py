@@ -1,7 +1,7 @@
 """What the model reads of a recall (issue #30): the text content of `recall_memory` is prompt-ready lines, `[n]
 score content` under a header per day, `[n]` mapped to the n-th memory (or citation) of the structured content;
 `format: "context"` leads them with the session's working memory; `token_budget` bounds that text, counted with the
-real tokenizer (`memory.tokens.count_tokens`), filled with the best memories whole and cutting the best one with a
+real tokenizer (`memory.text.tokens.count_tokens`), filled with the best memories whole and cutting the best one with a
 visible mark rather than answering nothing. Through the real app and the official MCP client."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from mcp import Client
 from starlette.applications import Starlette
 
 from gateway.recall_answer.lines import CUT_MARK
-from memory.tokens import count_tokens
+from memory.text.tokens import count_tokens
 from tests.conftest import Mint, data, error_code, mcp_session, text_of, tool_error
 
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from starlette.applications import Starlette
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running, tool_error
 from tests.redis_server import RedisServer

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 
-from gateway.app import create_app
 from gateway.recall_answer.block import FRAME
+from gateway.web.app import create_app
 from tests.conftest import Mint, data, make_settings, mcp_session, running, text_of
 
 pytestmark = pytest.mark.anyio

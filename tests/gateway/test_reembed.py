@@ -18,9 +18,9 @@ import pytest
 from mcp import Client
 from starlette.applications import Starlette
 
-from gateway.app import create_app
-from gateway.assembly import open_runtime
-from gateway.runtime import Runtime
+from gateway.services.assembly import open_runtime
+from gateway.services.runtime import Runtime
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from memory.errors import StoreConfigMismatch
 from memory.stores.active_index import POINTER_FILE, index_directory
@@ -191,7 +191,7 @@ async def test_an_abandoned_migration_neither_breaks_startup_nor_a_new_attempt(s
 
 
 async def write_directly(runtime: Runtime, count: int) -> None:
-    from gateway.maintenance import admin_scope
+    from gateway.services.maintenance import admin_scope
     from memory.requests import WriteRequest
 
     scope = admin_scope("acme")
@@ -201,7 +201,7 @@ async def write_directly(runtime: Runtime, count: int) -> None:
 
 
 async def count_all(runtime: Runtime) -> int:
-    from gateway.maintenance import admin_scope
+    from gateway.services.maintenance import admin_scope
     from memory.reembed import summary
 
     found = await summary(runtime.store, admin_scope("acme"))

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from ops.config import Settings, TenantLimits
 from tests.conftest import BASE_URL, SECRET, Mint, data, make_settings, mcp_session, running, tool_error

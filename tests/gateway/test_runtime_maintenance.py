@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from gateway.assembly import open_runtime
-from gateway.background import Supervisor
-from gateway.maintenance import admin_scope
+from gateway.services.assembly import open_runtime
+from gateway.services.background import Supervisor
+from gateway.services.maintenance import admin_scope
 from memory.stores.edge import EdgeVectorStore
 from tests.conftest import make_settings
 from tests.memory.conftest import make_memory

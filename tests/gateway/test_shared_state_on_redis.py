@@ -13,9 +13,9 @@ import anyio
 import pytest
 from starlette.applications import Starlette
 
-from gateway.app import create_app
 from gateway.errors import REPLAY_META
-from gateway.idempotent_calls import fingerprint
+from gateway.tools.idempotent import fingerprint
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from tenancy.idempotency import RedisIdempotency
 from tenancy.limits import IdempotencyKey, Started
@@ -85,7 +85,7 @@ async def test_idempotent_turns_replay_and_land_in_working_memory_on_the_configu
 async def test_a_task_session_runs_on_redis_events_and_its_sweep_reads_them_from_there(
     app: Starlette, mint: Mint, clock: ManualClock, tmp_path: Path
 ) -> None:
-    from gateway.maintenance import sweep_sessions
+    from gateway.services.maintenance import sweep_sessions
 
     async with mcp_session(app, mint()) as client:
         await client.call_tool("start_session", {"session_id": "r1", "goal": "trip"})

@@ -18,8 +18,8 @@ import pytest
 from mcp import Client
 from starlette.applications import Starlette
 
-from gateway.app import create_app
-from gateway.serialize import memory_json
+from gateway.answers.serialize import memory_json
+from gateway.web.app import create_app
 from memory.transfer import RECORD_FIELDS, TIME_FIELDS
 from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running, tool_error
 from tests.memory.conftest import make_memory

@@ -14,7 +14,7 @@ from mcp import Client
 from starlette.applications import Starlette
 
 from memory.recall.scoring import estimate_tokens
-from memory.tokens import count_tokens
+from memory.text.tokens import count_tokens
 from ops.config import Settings
 from tests.conftest import Mint, data, error_code, mcp_session, tool_error
 
@@ -227,7 +227,7 @@ def test_a_cjk_character_costs_a_token_of_the_budget() -> None:
 
 
 async def test_the_bounds_follow_the_configured_limits(settings: Settings, mint: Mint) -> None:
-    from gateway.app import create_app
+    from gateway.web.app import create_app
     from tests.conftest import running
 
     app = create_app(settings.replaced(max_content_chars=500, max_top_k=20))

@@ -15,8 +15,8 @@ import pytest
 from mcp import Client
 from starlette.applications import Starlette
 
-from gateway.app import create_app
 from gateway.errors import REPLAY_META
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from memory.requests import WriteRequest
 from ops.config import SETTING_FIELDS, Settings, TenantLimits

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from starlette.applications import Starlette
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from tests.chat_server import ChatServer
 from tests.conftest import Mint, data, make_settings, mcp_session, running

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from memory.agent_sessions import AgentSessions, EventRequest
+from memory.agent.sessions import AgentSessions, EventRequest
 from memory.clock import SystemClock
 from memory.embedders import WordLlamaEmbedder
 from memory.events import Event, EventStore, SqliteEventStore
@@ -30,9 +30,9 @@ from memory.ports import UpsertItem, VectorStore
 from memory.requests import ListRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
-from memory.sessions import SessionService
 from memory.stores.edge import EdgeVectorStore
 from memory.working.in_process import InProcessWorkingMemory
+from memory.working.service import SessionService
 from tests.memory.conftest import scope
 
 BOTH = ("user:1", "team:1")

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from memory.agent_sessions import EXTRACTION_BATCH, AgentSessions
+from memory.agent.sessions import EXTRACTION_BATCH, AgentSessions
 from memory.clock import ManualClock
 from memory.events import Event, SessionRecord, SqliteEventStore
 from memory.extraction import RuleExtractor
 from memory.ids import new_memory_id
 from memory.requests import ListRequest
 from memory.service import MemoryService
-from memory.sessions import SessionService
 from memory.working.in_process import InProcessWorkingMemory
+from memory.working.service import SessionService
 from tests.memory.conftest import scope
 
 pytestmark = pytest.mark.anyio

@@ -9,10 +9,10 @@ from datetime import timedelta
 
 import pytest
 
-from memory.archive import ArchivePolicy
 from memory.clock import ManualClock
-from memory.forgetting import ForgettingPolicy, archive_idle, evict
-from memory.maintenance import maintain_tenant
+from memory.lifecycle.archive import ArchivePolicy
+from memory.lifecycle.forgetting import ForgettingPolicy, archive_idle, evict
+from memory.lifecycle.maintenance import maintain_tenant
 from memory.models import Memory, MemoryKind, RecallHit, WriteStatus
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope

@@ -1,14 +1,14 @@
 """The cut of consolidation's clustering, measured on the labelled must-cluster / must-not-cluster set
-(`memory/evaluation/labels/consolidation_clusters.json`) in English and Chinese: at the default cut no two
+(`gateway/evaluation/labels/consolidation_clusters.json`) in English and Chinese: at the default cut no two
 statements of different groups (or a single) share a cluster, and most labelled groups are found whole."""
 
 from __future__ import annotations
 
 import pytest
 
+from gateway.evaluation.consolidation_labels import score
 from memory.consolidation import ClusterPolicy
 from memory.embedders import WordLlamaEmbedder
-from memory.evaluation.consolidation_labels import score
 
 pytestmark = pytest.mark.anyio
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
+from gateway.evaluation import locomo
+from gateway.evaluation.formats import FORMATS, HEADER, OCCURRED_AT_ONLY, PLAIN
+from gateway.evaluation.metrics import Bm25Baseline, Tally, ndcg_at, recall_at, reciprocal_rank
+from gateway.evaluation.report import BEGIN, END, render, write_section
+from gateway.evaluation.results import EvalReport, TurnStates, hidden_state
+from gateway.evaluation.runner import default_grid, evaluate
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
-from memory.evaluation import locomo
-from memory.evaluation.formats import FORMATS, HEADER, OCCURRED_AT_ONLY, PLAIN
-from memory.evaluation.metrics import Bm25Baseline, Tally, ndcg_at, recall_at, reciprocal_rank
-from memory.evaluation.report import BEGIN, END, render, write_section
-from memory.evaluation.results import EvalReport, TurnStates, hidden_state
-from memory.evaluation.runner import default_grid, evaluate
 from memory.recall.scoring import ScoringWeights
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore

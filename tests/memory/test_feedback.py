@@ -10,7 +10,6 @@ import pytest
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.embedders.sparse import Bm25Encoder, term_index
-from memory.pipeline.text import tokenize
 from memory.ports import ScoredMemory
 from memory.recall.feedback import FEEDBACK_TERMS, feedback_query, with_feedback
 from memory.recall.scoring import ScoringWeights
@@ -18,6 +17,7 @@ from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
+from memory.text.words import tokenize
 from tests.memory.conftest import START, make_memory, scope
 
 pytestmark = pytest.mark.anyio

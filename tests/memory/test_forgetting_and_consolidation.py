@@ -10,8 +10,8 @@ import pytest
 
 from memory.clock import ManualClock
 from memory.consolidation import consolidate
-from memory.forgetting import ForgettingPolicy, evict, expire
-from memory.maintenance import maintain_tenant
+from memory.lifecycle.forgetting import ForgettingPolicy, evict, expire
+from memory.lifecycle.maintenance import maintain_tenant
 from memory.models import MemoryKind
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope

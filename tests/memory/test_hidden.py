@@ -1,5 +1,5 @@
-"""The hidden states of `memory.hidden` on the real engine: listing one state pages through a long run of other
-memories, an unknown state is refused, and each write tells the observer what it hid."""
+"""The hidden states of `memory.lifecycle.hidden` on the real engine: listing one state pages through a long run of
+other memories, an unknown state is refused, and each write tells the observer what it hid."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory import hidden
 from memory.errors import InvalidArgument
+from memory.lifecycle import hidden
 from memory.requests import ListRequest, WriteRequest
 from memory.service import MemoryService
 from tests.memory.conftest import make_memory, scope

@@ -22,10 +22,10 @@ from bench.hostile_inputs import FAMILIES, LIMIT
 from memory.embedders.sparse import Bm25Encoder
 from memory.pipeline import claims, conflict, density, expiry, importance
 from memory.pipeline.analysis import DEFAULT_BUDGET_SECONDS, analyse_query, analyse_write
-from memory.pipeline.budget import CpuBudget
 from memory.pipeline.settings import PipelineSettings
-from memory.pipeline.text import numbers, split_speaker, tokenize
 from memory.recall.cues import query_cues, states_time
+from memory.text.budget import CpuBudget
+from memory.text.words import numbers, split_speaker, tokenize
 from tests.memory.conftest import START, make_memory
 
 BOUND_MS = 50.0  # per function and hostile input

@@ -11,12 +11,12 @@ import pytest
 from memory.clock import ManualClock
 from memory.consolidation import consolidate
 from memory.embedders.sparse import Bm25Encoder
-from memory.keyword_document import INDEX_TERMS, keyword_vector
 from memory.models import CONSOLIDATED, Memory, Source
-from memory.pipeline.text import tokenize
 from memory.requests import RecallRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
+from memory.text.keyword_document import INDEX_TERMS, keyword_vector
+from memory.text.words import tokenize
 from tests.memory.conftest import START, make_memory, scope
 from tests.memory.test_consolidation import CHINESE, ENGLISH, interleaved, semantic_memories, write_all
 

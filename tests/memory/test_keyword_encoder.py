@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory.embedders.sparse import Bm25Encoder, term_index
-from memory.pipeline.text import split_speaker, stem, tokenize
+from memory.text.words import split_speaker, stem, tokenize
 
 
 def test_english_tokens_are_lowercased_stemmed_and_without_stop_words() -> None:

@@ -11,7 +11,7 @@ import pytest
 from memory.clock import ManualClock
 from memory.consolidation import ConsolidationPace
 from memory.embedders import WordLlamaEmbedder
-from memory.maintenance import maintain_tenant
+from memory.lifecycle.maintenance import maintain_tenant
 from memory.requests import ListRequest, WriteRequest
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore

@@ -11,7 +11,7 @@ import pytest
 from memory.embedders.sparse import Bm25Encoder
 from memory.pipeline import claims, density, expiry, importance
 from memory.pipeline.analysis import INLINE_QUERY_CHARS, analyse_query, analyse_write, analysed_query
-from memory.pipeline.budget import CpuBudget
+from memory.text.budget import CpuBudget
 
 MONDAY = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)
 TEXT = "Remember: I live in Berlin and the dentist appointment is tomorrow at 5"

@@ -14,10 +14,10 @@ from memory.models import MemoryKind
 from memory.requests import ListRequest, RecallRequest, StateUpdate, TurnRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
-from memory.sessions import SessionService, TurnOutcome
 from memory.stores.edge import EdgeVectorStore
 from memory.validation import EngineLimits
 from memory.working.in_process import InProcessWorkingMemory
+from memory.working.service import SessionService, TurnOutcome
 from tests.memory.conftest import START, scope
 
 pytestmark = pytest.mark.anyio

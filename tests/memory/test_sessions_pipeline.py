@@ -9,14 +9,14 @@ import pytest
 
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
-from memory.hidden import plan_until
+from memory.lifecycle.hidden import plan_until
 from memory.requests import TurnRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
-from memory.sessions import SessionService
 from memory.stores.edge import EdgeVectorStore
 from memory.validation import EngineLimits
 from memory.working.in_process import InProcessWorkingMemory
+from memory.working.service import SessionService
 from tests.memory.conftest import START, scope
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""The token counter of budgets (`memory.tokens`): OpenAI's cl100k_base run by tiktoken, its vocabulary read from
+"""The token counter of budgets (`memory.text.tokens`): OpenAI's cl100k_base run by tiktoken, its vocabulary read from
 an installed package and checked, nothing downloaded; and why the characters/4 heuristic is not enough for it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from gateway.errors import json_text
 from memory.recall.scoring import estimate_tokens
-from memory.tokens import TokenizerUnavailable, count_tokens, encoding, installed_vocabulary, vocabulary
+from memory.text.tokens import TokenizerUnavailable, count_tokens, encoding, installed_vocabulary, vocabulary
 
 
 def test_the_counter_gives_cl100k_s_tokens_as_openai_documents_them() -> None:

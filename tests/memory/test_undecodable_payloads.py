@@ -21,7 +21,7 @@ from memory.clock import ManualClock
 from memory.consolidation import consolidate
 from memory.embedders import WordLlamaEmbedder
 from memory.errors import NotFound
-from memory.maintenance import maintain_tenant
+from memory.lifecycle.maintenance import maintain_tenant
 from memory.ports import VectorStore
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.service import MemoryService

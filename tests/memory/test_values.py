@@ -15,15 +15,15 @@ import pytest
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.errors import InvalidArgument
-from memory.hidden import plan_until
+from memory.lifecycle.hidden import plan_until
 from memory.requests import RecallRequest, StateUpdate, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
-from memory.sessions import SessionService
 from memory.stores.edge import EdgeVectorStore
 from memory.validation import parse_instant
 from memory.values import MAX_JSON_DEPTH, check_json_value
 from memory.working.in_process import InProcessWorkingMemory
+from memory.working.service import SessionService
 from tests.memory.conftest import START, everything, scope
 
 pytestmark = pytest.mark.anyio

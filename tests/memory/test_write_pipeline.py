@@ -13,7 +13,7 @@ import pytest
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.errors import InvalidArgument
-from memory.hidden import plan_until
+from memory.lifecycle.hidden import plan_until
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.pipeline import PIPELINE_KEY, PipelineSettings
 from memory.pipeline.turns import in_context

@@ -73,7 +73,7 @@ def test_llm_importance_without_an_llm_is_refused(monkeypatch: pytest.MonkeyPatc
 def test_per_tenant_recall_weights_come_from_json_and_override_only_what_they_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gateway.runtime import scoring_weights, tenant_scoring_weights
+    from gateway.services.runtime import scoring_weights, tenant_scoring_weights
 
     monkeypatch.setenv("HINDSIGHT_SCORING_TENANTS", '{"acme": {"recency": 0.4, "session": 0, "speaker": 0}}')
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
@@ -87,7 +87,7 @@ def test_per_tenant_recall_weights_come_from_json_and_override_only_what_they_na
 
 
 def test_the_settings_recall_weights_default_to_the_engines() -> None:
-    from gateway.runtime import scoring_weights
+    from gateway.services.runtime import scoring_weights
     from memory.recall.scoring import ScoringWeights
 
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
@@ -106,7 +106,7 @@ def test_unknown_or_negative_per_tenant_weights_are_refused(monkeypatch: pytest.
 
 
 def test_the_recall_candidate_depth_reaches_the_engine_and_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gateway.runtime import engine_limits
+    from gateway.services.runtime import engine_limits
     from memory.validation import EngineLimits
 
     monkeypatch.setenv("HINDSIGHT_RECALL_CANDIDATES", "120")
@@ -304,7 +304,7 @@ def test_a_search_thread_count_that_is_not_a_positive_integer_is_refused(
 @pytest.mark.anyio
 @pytest.mark.parametrize("configured", [2, "auto"])
 async def test_the_search_thread_count_reaches_the_embedded_engine(tmp_path: Path, configured: int | str) -> None:
-    from gateway.runtime import open_vector_store
+    from gateway.services.runtime import open_vector_store
     from memory.embedders import WordLlamaEmbedder
     from memory.stores.active_index import active_directory
     from memory.stores.edge_shard import search_threads

@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from pydantic import ValidationError
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from ops.config import Settings
 from ops.telemetry import build_tracer_provider, otlp_traces_endpoint
 from ops.version import VERSION

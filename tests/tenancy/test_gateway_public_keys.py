@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 from starlette.applications import Starlette
 
-from gateway.app import create_app, jwt_settings
+from gateway.web.app import create_app, jwt_settings
 from ops.config import Settings
 from tests.tenancy.conftest import TEST_SECRET
 from tests.tenancy.signing import JwksServer, KeyPair, hmac_token

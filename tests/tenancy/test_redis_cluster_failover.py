@@ -91,7 +91,7 @@ async def test_a_failover_during_writes_loses_no_acknowledged_write_and_keeps_id
             session, _ = await working.append_turn(me, "user:1", f"s{writer}", turn, window=1000, ttl_seconds=3600)
             return {"turns": len(session.turns), "content": turn.content}
 
-        for _ in range(ATTEMPTS):  # as the gateway runs it (gateway/idempotent_calls.py), retried by a client
+        for _ in range(ATTEMPTS):  # as the gateway runs it (gateway/tools/idempotent.py), retried by a client
             tally.attempts += 1
             try:
                 claim = await idempotency.begin(key, "fp")

@@ -13,7 +13,7 @@ import httpx2
 import jwt
 import pytest
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, AuthenticationFailed, JwtVerifier, parse_scope_claim
 from tests.conftest import BASE_URL, SECRET, make_settings, running
 

@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from starlette.applications import Starlette
 
-from gateway.app import create_app
+from gateway.web.app import create_app
 from memory.clock import ManualClock
 from ops.config import Settings
 from tenancy.limits import IdempotencyKey

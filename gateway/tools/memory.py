@@ -1,0 +1,240 @@
+"""The MCP tools (docs/TOOLS.md § "The MCP tools: reference"). Names, arguments and answers (`gateway.answers.shapes`)
+are a contract: clients and tests depend on them.
+
+Each tool only translates its arguments into an engine request and the engine's answer into JSON; scopes,
+idempotency, audit, metrics and errors are the boundary's (`gateway.tools.boundary`), validation the engine's and
+`gateway.tools.arguments`'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal, cast
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from gateway.answers.serialize import memory_json, session_json, write_explanation
+from gateway.answers.shapes import (
+    ChangedAnswer,
+    ListAnswer,
+    RecallAnswer,
+    SessionAnswer,
+    TurnAnswer,
+    WhoamiAnswer,
+    WriteAnswer,
+)
+from gateway.operations import RecallArguments, WriteArguments, taking
+from gateway.operations.signature import option
+from gateway.recall_answer import (
+    INLINE_ANSWER_HITS,
+    recall_answer,
+    session_namespace,
+)
+from gateway.recall_answer.provenance import policy_for, with_authors, withheld_untrusted
+from gateway.tools.boundary import current_call
+from gateway.tools.recall_log import log_recall
+from memory import cpu_meter
+from memory.requests import ListRequest, StateUpdate, TurnRequest
+from memory.validation import parse_instant
+
+Kind = Literal["episodic", "semantic"]
+# Argument descriptions only where the name and type do not say it; what every tool's request_id and namespace
+# mean is said once, in the server's instructions (`gateway.tools.server.INSTRUCTIONS`); docs/TOOLS.md is the manual
+RequestId = str | None
+SessionId = str
+Namespace = str | None
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+
+Tool = Callable[..., Awaitable[Any]]
+TOOLS: list[tuple[Tool, ToolAnnotations]] = []  # every tool of this module, in the order tools/list shows them
+
+
+def tool(annotations: ToolAnnotations) -> Callable[[Tool], Tool]:
+    """Declare a module-level function an MCP tool (registered by `register_tools`)."""
+
+    def declare(function: Tool) -> Tool:
+        TOOLS.append((function, annotations))
+        return function
+
+    return declare
+
+
+def register_tools(server: MCPServer) -> None:
+    for function, hints in TOOLS:
+        server.tool(annotations=hints)(function)
+
+
+@tool(WRITES)
+@taking(WriteArguments, option("explain", bool, False))
+async def write_memory(explain: bool = False, **fields: Any) -> WriteAnswer:
+    """Remember a fact, preference, decision or event: one self-contained statement per call."""
+    call = current_call()
+    arguments = WriteArguments.model_construct(**fields)
+    outcome = await call.runtime.memories.write(call.scope, arguments.request(call.principal.subject))
+    answer: dict[str, Any] = {
+        "status": outcome.status.value,
+        "id": outcome.id,  # None when nothing was stored (low-information content)
+        "namespace": outcome.memory.namespace,
+        "superseded": outcome.superseded,
+    }
+    if outcome.reason:
+        answer["reason"] = outcome.reason
+    if explain:
+        answer["explain"] = write_explanation(outcome)
+    return cast(WriteAnswer, answer)
+
+
+@tool(READ_ONLY)
+@taking(RecallArguments)
+async def recall_memory(**fields: Any) -> RecallAnswer:
+    """Recall what you know about a question or task, before answering when past conversations, preferences
+    or decisions may matter: lines "[n] score content" under their day, best first (format context: after
+    the session's state and turns)."""
+    call = current_call()
+    arguments = RecallArguments.model_construct(**fields)
+    view = arguments.view(call.runtime.memories.limits)
+    hits = await call.runtime.memories.recall(call.scope, arguments.request(view))
+    context = arguments.format == "context"
+    policy = policy_for(call.runtime.settings, call.scope.tenant)
+    hits, withheld = withheld_untrusted(hits, policy, call.principal.subject, context=context)
+    hits = with_authors(hits, call.principal.subject)
+    session = None
+    if context and arguments.session_id is not None:
+        where = session_namespace(arguments.namespaces, call.scope.default_write_namespace)
+        session = await call.runtime.sessions.get(call.scope, arguments.session_id, where)
+    # a few hits' lines on the event loop (~0.1 ms for 8), where a worker-thread hop would cost more CPU than it
+    # frees (memory.stores.edge_search); more in a worker thread (50 hits fitted to a budget: 3-6 ms)
+    answer = await cpu_meter.run_sync(
+        recall_answer, hits, view, session, withheld, inline=len(hits) <= INLINE_ANSWER_HITS
+    )
+    call.say(answer.text)
+    await log_recall(call, arguments.query, answer.returned, **arguments.logged())  # opted-in tenants only
+    return answer.body
+
+
+@tool(WRITES)
+async def forget_memory(
+    id: str,
+    reason: str | None = None,
+    request_id: RequestId = None,
+) -> ChangedAnswer:
+    """Forget a wrong or outdated memory, or one the user wants forgotten."""
+    call = current_call()
+    memory = await call.runtime.memories.forget(call.scope, id, reason)
+    return {"status": "forgotten", "id": memory.id, "namespace": memory.namespace}
+
+
+@tool(WRITES)
+async def restore_memory(
+    id: str,
+    request_id: RequestId = None,
+) -> ChangedAnswer:
+    """Bring back a forgotten or archived memory."""
+    call = current_call()
+    memory = await call.runtime.memories.restore(call.scope, id)
+    return {"status": "restored", "id": memory.id, "namespace": memory.namespace}
+
+
+@tool(READ_ONLY)
+async def list_memories(
+    namespace: str | None = None,
+    kind: Kind | None = None,
+    include_deleted: bool = False,
+    hidden: Literal["expired", "superseded", "merged", "forgotten", "passed", "archived"] | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+    history_of: Annotated[str | None, Field(description="Versions of this id")] = None,
+) -> ListAnswer:
+    """Page through stored memories, oldest first."""
+    call = current_call()
+    page = await call.runtime.memories.list(
+        call.scope,
+        ListRequest(
+            namespace=namespace,
+            kind=kind,
+            include_deleted=include_deleted,
+            limit=limit,
+            cursor=cursor,
+            hidden=hidden,
+            history_of=history_of,
+        ),
+    )
+    return {"memories": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}
+
+
+@tool(WRITES)
+async def record_turn(
+    session_id: SessionId,
+    role: Literal["user", "assistant", "system", "tool"],
+    content: str,
+    occurred_at: str | None = None,
+    namespace: Namespace = None,
+    request_id: RequestId = None,
+) -> TurnAnswer:
+    """Add a conversation turn to a session's working memory; older turns become memories."""
+    call = current_call()
+    outcome = await call.runtime.sessions.record_turn(
+        call.scope,
+        TurnRequest(
+            session_id=session_id,
+            role=role,
+            content=content,
+            subject=call.principal.subject,
+            occurred_at=parse_instant(occurred_at, "occurred_at"),
+            namespace=namespace,
+            request_id=request_id,
+        ),
+    )
+    return {"turns": len(outcome.session.turns), "extracted": outcome.extracted}
+
+
+@tool(READ_ONLY)
+async def get_working_memory(
+    session_id: SessionId,
+    namespace: Namespace = None,
+) -> SessionAnswer:
+    """Read a session's working memory: its state and recent turns."""
+    call = current_call()
+    return session_json(await call.runtime.sessions.get(call.scope, session_id, namespace))
+
+
+@tool(WRITES)
+async def update_working_memory(
+    session_id: SessionId,
+    state: dict[str, Any],
+    merge: Annotated[bool, Field(description="Deep-merge (null deletes a key); false replaces.")] = True,
+    ttl_seconds: int | None = None,
+    namespace: Namespace = None,
+    request_id: RequestId = None,
+) -> SessionAnswer:
+    """Save a session's task state (goals, open questions) between turns."""
+    call = current_call()
+    session = await call.runtime.sessions.update_state(
+        call.scope,
+        StateUpdate(
+            session_id=session_id,
+            state=state,
+            merge=merge,
+            ttl_seconds=ttl_seconds,
+            namespace=namespace,
+            subject=call.principal.subject,
+        ),
+    )
+    return session_json(session)
+
+
+@tool(READ_ONLY)
+async def whoami() -> WhoamiAnswer:
+    """Show who this token is and which namespaces it may read and write."""
+    call = current_call()
+    return {
+        "subject": call.principal.subject,
+        "tenant": call.principal.tenant,
+        "namespaces": {"read": list(call.scope.all_readable), "write": list(call.scope.writable)},
+        "scopes": sorted(call.principal.scopes),
+    }
