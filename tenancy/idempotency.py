@@ -48,6 +48,19 @@ from redis.asyncio.cluster import RedisCluster
 from memory.clients.redis_errors import redis_errors
 from memory.cpu_meter import waiting_elsewhere
 from memory.errors import BackendUnavailable
+from tenancy.idempotency_records import (
+    ABANDON,
+    CLAIM,
+    COMPLETE,
+    ERASE,
+    READ_BATCH,
+    RENEW,
+    SCAN_COUNT,
+    Erasure,
+    decode_record,
+    glob_escape,
+    is_record_key,
+)
 from tenancy.limits import Claim, Conflict, IdempotencyKey, IdempotencyStore, Replay, Started, tenant_prefix
 
 logger = logging.getLogger("hindsight.idempotency")
@@ -97,43 +110,6 @@ async def _keep_renewing(store: IdempotencyStore, key: IdempotencyKey, done: any
         if not held:
             logger.warning("an idempotency claim ran out while its call was running; a retry may run it too")
             return
-
-
-@dataclass(frozen=True, slots=True)
-class Erasure:
-    """Which completed records `IdempotencyStore.erase` removes: those whose key's subject is one of `subjects`,
-    or whose response holds one of `mentions` as a string value at any depth (dict values and list items; dict
-    keys do not count). Both stores apply this one rule."""
-
-    subjects: frozenset[str]
-    mentions: frozenset[str]
-
-    @classmethod
-    def of(cls, subjects: Collection[str], mentions: Collection[str]) -> Erasure:
-        return cls(frozenset(subjects), frozenset(mentions))
-
-    @property
-    def empty(self) -> bool:
-        """Nothing to look for: no record matches."""
-        return not self.subjects and not self.mentions
-
-    def matches(self, subject: str | None, response: Any) -> bool:
-        """Whether the completed record of a key with `subject` (None: not known) and stored `response` goes."""
-        if subject is not None and subject in self.subjects:
-            return True
-        if not self.mentions:
-            return False
-        stack: list[Any] = [response]
-        while stack:  # no recursion: a deeply nested response cannot exhaust the stack
-            value = stack.pop()
-            if isinstance(value, str):
-                if value in self.mentions:
-                    return True
-            elif isinstance(value, dict):
-                stack.extend(value.values())
-            elif isinstance(value, list | tuple):
-                stack.extend(value)
-        return False
 
 
 @dataclass
@@ -263,70 +239,6 @@ class InProcessIdempotency:
         self._expiry.clear()
 
 
-# KEYS[1] record; ARGV: pending record, lease ms. Returns false if claimed (the key was absent or its lease had
-# run out, so Redis had expired it), else the current record.
-_CLAIM = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
-return redis.call('GET', KEYS[1])
-"""
-
-# KEYS[1] record; ARGV: fingerprint, done record, retention ms. Stores the response unless a done record or
-# another fingerprint's claim is there.
-_COMPLETE = """
-local current = redis.call('GET', KEYS[1])
-if current then
-  local ok, record = pcall(cjson.decode, current)
-  if ok and (record['state'] ~= 'pending' or record['fp'] ~= ARGV[1]) then return 0 end
-end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1
-"""
-
-# KEYS[1] record; ARGV: owner token, lease ms. Extends the lease of this owner's pending claim; 0 if it has none.
-_RENEW = """
-local current = redis.call('GET', KEYS[1])
-if not current then return 0 end
-local ok, record = pcall(cjson.decode, current)
-if not ok or record['state'] ~= 'pending' or record['owner'] ~= ARGV[1] then return 0 end
-return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-"""
-
-# KEYS[1] record; ARGV: owner token ('' = any). Deletes a pending claim only.
-_ABANDON = """
-local current = redis.call('GET', KEYS[1])
-if not current then return 0 end
-local ok, record = pcall(cjson.decode, current)
-if not ok or record['state'] ~= 'pending' then return 0 end
-if ARGV[1] ~= '' and record['owner'] ~= ARGV[1] then return 0 end
-return redis.call('DEL', KEYS[1])
-"""
-
-# KEYS[1] record; ARGV: the record as `erase` read it. Deletes it only if the key still holds exactly that record
-# (not a claim or another record written since). Returns 1 if deleted, else 0.
-_ERASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-_SCAN_COUNT = 1000  # keys a SCAN step looks at (of all tenants and stores): fewer round trips over a large keyspace
-_READ_BATCH = 200  # records read per pipeline by `erase`
-_DIGEST_LENGTH = 32  # hex digits of the digest ending a record key (`IdempotencyKey.redis_key`)
-_HEX_DIGITS = frozenset("0123456789abcdef")
-_GLOB_SPECIAL = frozenset("*?[]\\")
-
-
-def _glob_escape(text: str) -> str:
-    """`text` as a Redis glob pattern matching exactly itself."""
-    return "".join(f"\\{char}" if char in _GLOB_SPECIAL else char for char in text)
-
-
-def _is_record_key(key: str, record_prefix: str) -> bool:
-    """Whether `key` is an idempotency record of the tenant whose record keys start with `record_prefix`: the
-    prefix, then a digest and nothing else (so not a key of a tenant whose name merely starts the same way)."""
-    digest = key[len(record_prefix) :]
-    return key.startswith(record_prefix) and len(digest) == _DIGEST_LENGTH and set(digest) <= _HEX_DIGITS
-
-
 class RedisIdempotency:
     """`IdempotencyStore` on Redis, shared by every replica (see the module docstring for the record)."""
 
@@ -342,11 +254,11 @@ class RedisIdempotency:
         self._wait_timeout = wait_timeout_seconds
         self._lease = lease_seconds
         self._lease_ms = max(1, int(lease_seconds * 1000))
-        self._claim = client.register_script(_CLAIM)
-        self._renew = client.register_script(_RENEW)
-        self._complete = client.register_script(_COMPLETE)
-        self._abandon = client.register_script(_ABANDON)
-        self._erase = client.register_script(_ERASE)
+        self._claim = client.register_script(CLAIM)
+        self._renew = client.register_script(RENEW)
+        self._complete = client.register_script(COMPLETE)
+        self._abandon = client.register_script(ABANDON)
+        self._erase = client.register_script(ERASE)
         # redis key -> owner token of the claims this instance holds (until complete/abandon), so `renew` and
         # `abandon` never touch a claim that another replica took over after ours ran out
         self._owned: dict[str, str] = {}
@@ -367,7 +279,7 @@ class RedisIdempotency:
             if current is None:
                 self._owned[redis_key] = owner
                 return Started()
-            record = _decode(current)
+            record = decode_record(current)
             if record.get("fp") != fingerprint:
                 return Conflict()
             if record.get("state") == "done":
@@ -402,7 +314,7 @@ class RedisIdempotency:
             current = await self._client.get(key.redis_key)
         if current is None:
             return None
-        record = _decode(current)
+        record = decode_record(current)
         if record.get("state") != "done":
             return None
         response = record.get("response")
@@ -421,16 +333,16 @@ class RedisIdempotency:
         if erasure.empty:
             return 0
         record_prefix = f"{tenant_prefix(tenant)}:idem:"
-        pattern = f"{_glob_escape(record_prefix)}*"
+        pattern = f"{glob_escape(record_prefix)}*"
         removed = 0
         batch: list[str] = []
         with redis_errors("idempotency store"):
-            async for raw_key in self._client.scan_iter(match=pattern, count=_SCAN_COUNT):
+            async for raw_key in self._client.scan_iter(match=pattern, count=SCAN_COUNT):
                 key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
-                if not _is_record_key(key, record_prefix):
+                if not is_record_key(key, record_prefix):
                     continue
                 batch.append(key)
-                if len(batch) >= _READ_BATCH:
+                if len(batch) >= READ_BATCH:
                     removed += await self._erase_matching(batch, erasure)
                     batch = []
             if batch:
@@ -449,7 +361,7 @@ class RedisIdempotency:
             if raw is None:
                 continue  # gone since the scan (expired, erased by a concurrent erase)
             try:
-                record = _decode(raw)
+                record = decode_record(raw)
             except BackendUnavailable:
                 logger.warning("an idempotency record that is not JSON was left in place by an erase")
                 continue
@@ -467,13 +379,3 @@ class RedisIdempotency:
     async def close(self) -> None:
         with redis_errors("idempotency store"):
             await self._client.aclose()
-
-
-def _decode(raw: Any) -> dict[str, Any]:
-    try:
-        record = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
-    except (TypeError, ValueError) as exc:
-        raise BackendUnavailable("idempotency store (redis) holds a malformed record") from exc
-    if not isinstance(record, dict):
-        raise BackendUnavailable("idempotency store (redis) holds a malformed record")
-    return record

@@ -316,28 +316,27 @@ class JwtVerifier:
         raise AuthenticationFailed(BAD_SIGNATURE, reason="bad_signature")
 
 
+# PyJWT's exceptions -> (our message, reason), the first that matches, in this order (InvalidSignatureError is a
+# DecodeError). PyJWT's messages never contain the token, but we use our own.
+_REASONS: tuple[tuple[type[jwt.PyJWTError], str, str], ...] = (
+    (jwt.ExpiredSignatureError, "token has expired", "expired"),
+    (jwt.ImmatureSignatureError, "token is not valid yet (nbf/iat in the future)", "not_yet_valid"),
+    (jwt.InvalidAudienceError, "token was not issued for this audience (its 'aud' claim)", "wrong_audience"),
+    (jwt.InvalidIssuerError, "token was not issued by the configured issuer (its 'iss' claim)", "wrong_issuer"),
+    (jwt.InvalidSignatureError, BAD_SIGNATURE, "bad_signature"),
+    (jwt.InvalidAlgorithmError, "token algorithm is not allowed", "algorithm_not_allowed"),
+    (jwt.InvalidKeyError, "token cannot be verified with the configured key", "bad_key"),
+    (jwt.DecodeError, "bearer token is not a well-formed JWT", "malformed"),
+)
+
+
 def _translate(exc: jwt.InvalidTokenError) -> AuthenticationFailed:
-    """Map PyJWT's exceptions to our reasons. PyJWT's messages never contain the token, but we use our own."""
-    if isinstance(exc, jwt.ExpiredSignatureError):
-        return AuthenticationFailed("token has expired", reason="expired")
-    if isinstance(exc, jwt.ImmatureSignatureError):
-        return AuthenticationFailed("token is not valid yet (nbf/iat in the future)", reason="not_yet_valid")
-    if isinstance(exc, jwt.InvalidAudienceError):
-        return AuthenticationFailed("token was not issued for this audience (its 'aud' claim)", reason="wrong_audience")
-    if isinstance(exc, jwt.InvalidIssuerError):
-        return AuthenticationFailed(
-            "token was not issued by the configured issuer (its 'iss' claim)", reason="wrong_issuer"
-        )
+    """Map PyJWT's exceptions to our reasons (`_REASONS`; a missing claim is named)."""
     if isinstance(exc, jwt.MissingRequiredClaimError):
         return AuthenticationFailed(f"token has no {exc.claim!r} claim", reason="missing_claim")
-    if isinstance(exc, jwt.InvalidSignatureError):
-        return AuthenticationFailed(BAD_SIGNATURE, reason="bad_signature")
-    if isinstance(exc, jwt.InvalidAlgorithmError):
-        return AuthenticationFailed("token algorithm is not allowed", reason="algorithm_not_allowed")
-    if isinstance(exc, jwt.InvalidKeyError):
-        return AuthenticationFailed("token cannot be verified with the configured key", reason="bad_key")
-    if isinstance(exc, jwt.DecodeError):
-        return AuthenticationFailed("bearer token is not a well-formed JWT", reason="malformed")
+    for kind, message, reason in _REASONS:
+        if isinstance(exc, kind):
+            return AuthenticationFailed(message, reason=reason)
     return AuthenticationFailed("token has invalid registered claims", reason="invalid_claims")
 
 

@@ -126,26 +126,33 @@ class InProcessRateLimiter:
         self._levels.clear()
 
 
+# The scripts' common start: the server's time, and `level(key, capacity, refill)`, the tokens a bucket holds now
+# (full when it has no record yet).
+_LEVEL = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local function level(key, capacity, refill)
+  local stored = redis.call('HMGET', key, 'tokens', 'ts')
+  local tokens = tonumber(stored[1])
+  local at = tonumber(stored[2])
+  if tokens == nil or at == nil then return capacity end
+  return math.min(capacity, tokens + math.max(0, now - at) * refill)
+end
+"""
+
 # KEYS: bucket hashes; ARGV: capacity, refill per second, ttl ms for each bucket in turn, then the cost.
 # Returns {1, '0'} when every bucket gave the cost (holding min(cost, capacity) tokens; it may go below zero),
 # else {0, '<retry after seconds>'} and consumes nothing.
-_ACQUIRE = """
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+_ACQUIRE = (
+    _LEVEL
+    + """
 local cost = tonumber(ARGV[3 * #KEYS + 1])
 local levels = {}
 local retry = 0
 for i, key in ipairs(KEYS) do
   local capacity = tonumber(ARGV[3 * i - 2])
   local refill = tonumber(ARGV[3 * i - 1])
-  local stored = redis.call('HMGET', key, 'tokens', 'ts')
-  local tokens = tonumber(stored[1])
-  local at = tonumber(stored[2])
-  if tokens == nil or at == nil then
-    tokens = capacity
-  else
-    tokens = math.min(capacity, tokens + math.max(0, now - at) * refill)
-  end
+  local tokens = level(key, capacity, refill)
   levels[i] = tokens
   local need = math.min(cost, capacity)
   if tokens < need then retry = math.max(retry, (need - tokens) / refill) end
@@ -157,30 +164,24 @@ for i, key in ipairs(KEYS) do
 end
 return {1, '0'}
 """
+)
 
 # KEYS: bucket hashes; ARGV: capacity and refill per second for each bucket in turn, then the cost. Takes the cost
 # from every bucket whatever it holds; each bucket is kept until twice its full refill from the level it is left at.
-_CHARGE = """
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+_CHARGE = (
+    _LEVEL
+    + """
 local cost = tonumber(ARGV[2 * #KEYS + 1])
 for i, key in ipairs(KEYS) do
   local capacity = tonumber(ARGV[2 * i - 1])
   local refill = tonumber(ARGV[2 * i])
-  local stored = redis.call('HMGET', key, 'tokens', 'ts')
-  local tokens = tonumber(stored[1])
-  local at = tonumber(stored[2])
-  if tokens == nil or at == nil then
-    tokens = capacity
-  else
-    tokens = math.min(capacity, tokens + math.max(0, now - at) * refill)
-  end
-  local left = tokens - cost
+  local left = level(key, capacity, refill) - cost
   redis.call('HSET', key, 'tokens', string.format('%.17g', left), 'ts', string.format('%.6f', now))
   redis.call('PEXPIRE', key, math.max(1000, math.ceil((capacity - left) / refill * 2000)))
 end
 return 1
 """
+)
 
 
 class RedisRateLimiter:
