@@ -35,7 +35,7 @@ from memory.errors import InvalidArgument
 from memory.recall.scoring import ScoringWeights
 from ops.settings.auth import AuthSettings
 from ops.settings.backends import BackendSettings
-from ops.settings.base import SettingsGroup, UnreadableSecretFile
+from ops.settings.base import SettingsGroup, secret_file_was_read
 from ops.settings.limits import LimitSettings
 from ops.settings.maintenance import MaintenanceSettings
 from ops.settings.models import ModelSettings
@@ -178,12 +178,7 @@ class Settings(BaseSettings):
             settings._weights_set = weights_set
         return settings
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _secret_file_was_read(cls, value: object) -> object:
-        if isinstance(value, UnreadableSecretFile):
-            raise ValueError(value.message)
-        return value
+    _secret_file_was_read = field_validator("*", mode="before")(secret_file_was_read)
 
     @field_validator("weights", mode="wrap")
     @classmethod

@@ -15,6 +15,14 @@ class UnreadableSecretFile:
         self.message = message
 
 
+def secret_file_was_read(cls: type[BaseModel], value: object) -> object:
+    """Every field's check, of a group or of the whole settings: a secret file that could not be read is an invalid
+    setting, named without its content."""
+    if isinstance(value, UnreadableSecretFile):
+        raise ValueError(value.message)
+    return value
+
+
 class SettingsGroup(BaseModel):
     """One concern's settings. Each field is read from `HINDSIGHT_<FIELD>` (the group's name is not part of the
     variable's); errors never echo the input, which may hold secrets; unknown names are refused (a nested value
@@ -22,9 +30,4 @@ class SettingsGroup(BaseModel):
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _secret_file_was_read(cls, value: object) -> object:
-        if isinstance(value, UnreadableSecretFile):
-            raise ValueError(value.message)
-        return value
+    _secret_file_was_read = field_validator("*", mode="before")(secret_file_was_read)
