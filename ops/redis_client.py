@@ -38,6 +38,7 @@ connection pool also checks a connection idle for `HEALTH_CHECK_SECONDS` with a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -56,6 +57,7 @@ from ops.circuit_breaker import Admission, CircuitBreaker
 
 RedisClient = redis.asyncio.Redis | RedisCluster
 T = TypeVar("T")
+V = TypeVar("V")
 
 HEALTH_CHECK_SECONDS = 10  # a pooled connection idle this long is PINGed before it is used
 
@@ -92,14 +94,21 @@ _request: ContextVar[_Request | None] = ContextVar("hindsight_redis_request", de
 
 
 @contextmanager
-def one_request() -> Iterator[None]:
-    """The block (and the tasks it starts) is one request: once one of its calls inside `redis_deadline` got no
-    answer, its other calls inside `redis_deadline` fail at once with `Skipped`."""
-    token = _request.set(_Request())
+def _holding(variable: ContextVar[V], value: V) -> Iterator[None]:
+    """`variable` is `value` within the block (for this task and the tasks it starts)."""
+    token = variable.set(value)
     try:
         yield
     finally:
-        _request.reset(token)
+        variable.reset(token)
+
+
+@contextmanager
+def one_request() -> Iterator[None]:
+    """The block (and the tasks it starts) is one request: once one of its calls inside `redis_deadline` got no
+    answer, its other calls inside `redis_deadline` fail at once with `Skipped`."""
+    with _holding(_request, _Request()):
+        yield
 
 
 @contextmanager
@@ -107,34 +116,21 @@ def redis_deadline(seconds: float) -> Iterator[None]:
     """Within the block, each Redis call of this task waits at most `seconds` (or the client's own deadline if
     that is shorter): for calls whose failure the caller serves anyway, which should not wait long for it (and,
     within `one_request`, not at all once such a call got no answer)."""
-    fail_open = _fail_open.set(True)
-    try:
-        with _shorter_deadline(seconds):
-            yield
-    finally:
-        _fail_open.reset(fail_open)
-
-
-@contextmanager
-def _shorter_deadline(seconds: float) -> Iterator[None]:
-    current = _deadline.get()
-    token = _deadline.set(seconds if current is None else min(current, seconds))
-    try:
+    with _holding(_fail_open, True), _shorter_deadline(seconds):
         yield
-    finally:
-        _deadline.reset(token)
+
+
+def _shorter_deadline(seconds: float) -> contextlib.AbstractContextManager[None]:
+    current = _deadline.get()
+    return _holding(_deadline, seconds if current is None else min(current, seconds))
 
 
 @contextmanager
 def health_check(seconds: float) -> Iterator[None]:
     """Within the block, Redis calls are health checks: made whatever the circuit breaker's state (an answer
     closes it), each waiting at most `seconds`."""
-    token = _health_check.set(True)
-    try:
-        with _shorter_deadline(seconds):
-            yield
-    finally:
-        _health_check.reset(token)
+    with _holding(_health_check, True), _shorter_deadline(seconds):
+        yield
 
 
 class _Guard:
