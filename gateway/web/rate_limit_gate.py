@@ -188,25 +188,17 @@ ALLOWED = RateDecision(allowed=True, retry_after_seconds=0.0)
 RejectionObserver = Callable[[CallFacts, Principal], None]
 
 
+@dataclass
 class RateLimitGate:
     """See the module docstring. `runtime` gives the running runtime (None while starting or stopping);
     `on_reject` hears of every 429 with what the gate read of the call and who made it."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        settings: Settings,
-        runtime: Callable[[], Runtime | None],
-        mutating: IsMutating,
-        on_reject: RejectionObserver | None = None,
-        units: CallUnits | None = None,
-    ) -> None:
-        self.app = app
-        self.settings = settings
-        self.mutating = mutating
-        self.units = units
-        self.runtime = runtime
-        self.on_reject = on_reject
+    app: ASGIApp
+    settings: Settings
+    runtime: Callable[[], Runtime | None]
+    mutating: IsMutating
+    on_reject: RejectionObserver | None = None
+    units: CallUnits | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or [])
