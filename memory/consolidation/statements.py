@@ -27,35 +27,34 @@ from datetime import datetime
 
 from memory.consolidation.domains import DOMAIN_PREFIX
 from memory.consolidation.topics import Topics, domain_term, own_lines
+from memory.text.patterns import bilingual
 from memory.text.words import has_cjk, split_speaker
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _PETS_EN = {"dog", "cat", "puppy", "kitten", "parrot", "hamster", "rabbit", "bunny", "horse", "turtle", "pet"}
 _PETS_ZH = {"狗": "狗", "猫": "猫", "犬": "狗", "鹦鹉": "鹦鹉", "仓鼠": "仓鼠", "兔": "兔子", "宠物": "宠物"}
-_LIKE = re.compile(
-    r"\b(?:like[sd]?|lov(?:e|es|ed|ing)|enjoy(?:s|ed|ing)?|prefer(?:s|red)?|fond of|fan of|into|passion|hobby|"
-    r"hobbies|favou?rite)\b|喜欢|爱好|热爱|喜爱|享受|迷上|偏好|最爱|兴趣",
-    re.IGNORECASE,
+_LIKE = bilingual(
+    r"like[sd]?|lov(?:e|es|ed|ing)|enjoy(?:s|ed|ing)?|prefer(?:s|red)?|fond of|fan of|into|passion|hobby|hobbies|"
+    r"favou?rite",
+    r"喜欢|爱好|热爱|喜爱|享受|迷上|偏好|最爱|兴趣",
 )
-_DISLIKE = re.compile(
-    r"\b(?:dislike[sd]?|hate[sd]?|can't stand|annoy(?:s|ed|ing)?|don't like|doesn't like)\b|不喜欢|讨厌|反感|受不了",
-    re.IGNORECASE,
+_DISLIKE = bilingual(
+    r"dislike[sd]?|hate[sd]?|can't stand|annoy(?:s|ed|ing)?|don't like|doesn't like",
+    r"不喜欢|讨厌|反感|受不了",
 )
-_TOOL = re.compile(
-    r"\b(?:build(?:s|ing)?|built|deploy(?:s|ed|ing)?|runs? on|running on|uses?|using|written in|develop(?:s|ing)?|"
-    r"code[sd]?|coding|framework|library|server|service|app|api|stack)\b|开发|部署|运行|使用|框架|服务|代码",
-    re.IGNORECASE,
+_TOOL = bilingual(
+    r"build(?:s|ing)?|built|deploy(?:s|ed|ing)?|runs? on|running on|uses?|using|written in|develop(?:s|ing)?|"
+    r"code[sd]?|coding|framework|library|server|service|app|api|stack",
+    r"开发|部署|运行|使用|框架|服务|代码",
 )
-_PLACE = re.compile(
-    r"\b(?:live[sd]?|living|moved|move|moving|trip|travel(?:s|led|ling)?|visit(?:s|ed|ing)?|city|town|country|"
-    r"flew|flight)\b|住在|搬到|旅行|旅游|去了|城市",
-    re.IGNORECASE,
+_PLACE = bilingual(
+    r"live[sd]?|living|moved|move|moving|trip|travel(?:s|led|ling)?|visit(?:s|ed|ing)?|city|town|country|flew|flight",
+    r"住在|搬到|旅行|旅游|去了|城市",
 )
-_HABIT = re.compile(
-    r"\b(?:every (?:morning|day|night|evening|week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-    r"daily|weekly|usually|regularly|always|each (?:morning|day|week)|routine|habit)\b"
-    r"|每天|每周|每晚|每早|经常|总是|习惯|常常",
-    re.IGNORECASE,
+_HABIT = bilingual(
+    r"every (?:morning|day|night|evening|week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|daily|"
+    r"weekly|usually|regularly|always|each (?:morning|day|week)|routine|habit",
+    r"每天|每周|每晚|每早|经常|总是|习惯|常常",
 )
 _TECH = {"python", "javascript", "java", "rust", "go", "typescript", "sql", "docker", "kubernetes", "linux"}
 
@@ -74,26 +73,23 @@ def chinese(members: Sequence[Member]) -> bool:
     return sum(1 for m in members if has_cjk(m.content)) * 2 > len(members)
 
 
+# How a span of months is written (one month, months of one year, months of two years), in English and Chinese:
+# {a} and {b} are the first and last month's names, {m} and {n} their numbers, {y} and {z} their years.
+_SPANS = {
+    False: ("{a} {y}", "{a}-{b} {y}", "{a} {y}-{b} {z}"),
+    True: ("{y}年{m}月", "{y}年{m}月至{n}月", "{y}年{m}月至{z}年{n}月"),
+}
+
+
 def evidence(members: Sequence[Member], zh: bool) -> str:
     """ "(3 mentions, Jan-Mar 2026)" / "（3 次提及，2026年1月至3月）"."""
     first, last = min(m.at for m in members), max(m.at for m in members)
     n = len(members)
-    if zh:
-        if (first.year, first.month) == (last.year, last.month):
-            span = f"{first.year}年{first.month}月"
-        elif first.year == last.year:
-            span = f"{first.year}年{first.month}月至{last.month}月"
-        else:
-            span = f"{first.year}年{first.month}月至{last.year}年{last.month}月"
-        return f"（{n} 次提及，{span}）"
-    a, b = _MONTHS[first.month - 1], _MONTHS[last.month - 1]
-    if (first.year, first.month) == (last.year, last.month):
-        span = f"{a} {first.year}"
-    elif first.year == last.year:
-        span = f"{a}-{b} {first.year}"
-    else:
-        span = f"{a} {first.year}-{b} {last.year}"
-    return f"({n} mention{'' if n == 1 else 's'}, {span})"
+    shape = 0 if (first.year, first.month) == (last.year, last.month) else 1 if first.year == last.year else 2
+    span = _SPANS[zh][shape].format(
+        a=_MONTHS[first.month - 1], b=_MONTHS[last.month - 1], m=first.month, n=last.month, y=first.year, z=last.year
+    )
+    return f"（{n} 次提及，{span}）" if zh else f"({n} mention{'' if n == 1 else 's'}, {span})"
 
 
 def _listing(words: Sequence[str], zh: bool) -> str:

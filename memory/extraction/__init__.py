@@ -3,7 +3,8 @@ bound to its result) to self-contained statements ("the user plans ...", speaker
 absolute), each citing the ids of the events it came from.
 
 - `model`: `SourceEvent`, `ExtractedFact`, `Extraction` and the `FactExtractor` protocol;
-- `rules`: `RuleExtractor`, no LLM (sentences, chit-chat dropped, first person resolved, facts kept by content);
+- `rules`: `RuleExtractor`, no LLM (tool calls bound to their results, facts of a batch merged), over `messages`
+  (the facts of one message: sentences, chit-chat dropped, first person resolved, facts kept by content);
 - `llm`: `LlmExtractor`, the optional LLM, falling back to another extractor on any failure or timeout;
 - `sentences`, `dates`, `persons`, `signals`: the text layers the rules use (sentences and clauses; relative
   dates made absolute; first and second person written out; what a sentence carries).

@@ -25,16 +25,14 @@ from collections.abc import Callable
 from datetime import date, timedelta
 
 from memory.pipeline.prospective import PAST
-from memory.text.time_phrases import AHEAD_ONLY, OFFSET, candidates
+from memory.text.patterns import bilingual
+from memory.text.time_phrases import AHEAD_ONLY, OFFSET, candidates, number
 
 MAX_ANNOTATIONS = 8
 
 _WEEKDAYS = {"mon": 0, "tues": 1, "wednes": 2, "thurs": 3, "fri": 4, "satur": 5, "sun": 6}
 _ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
-_EN_NUMBERS |= {"eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "couple of": 2}
-_ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
-_FUTURE = re.compile(r"\b(?:will|going\s+to|gonna|plan|plans|planning|tomorrow|next)\b|要|会|打算|计划|准备|将", re.I)
+_FUTURE = bilingual(r"will|going\s+to|gonna|plan|plans|planning|tomorrow|next", r"要|会|打算|计划|准备|将")
 _RANGE = re.compile(r"\d\s*[-–—~～]\s*\d|到|至|\b(?:to|through|thru|until|till)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\d{4}")
 _WEEK_RULES = frozenset({"next_week", "this_week", "week_after_next"})
@@ -44,19 +42,6 @@ _WEEKDAY_RULES = frozenset({"this_weekday", "weekday"})
 _NAMES_TODAY = re.compile(r"(?:今天|今日)(?:是|为)?$|\b(?:today\s+is|it'?s|it\s+is)\s*$", re.IGNORECASE)
 
 Unit = str  # "day" | "week" | "weekend" | "month" | "year" | "until"
-
-
-def _number(word: str) -> int:
-    word = " ".join(word.lower().split())
-    if word.isdigit():
-        return int(word)
-    if word in _EN_NUMBERS:
-        return _EN_NUMBERS[word]
-    if len(word) == 1:
-        return _ZH_DIGITS[word]
-    if word.startswith("十"):  # 十一 .. 十九
-        return 10 + _ZH_DIGITS.get(word[1:], 0)
-    return _ZH_DIGITS[word[0]] * 10 + (_ZH_DIGITS[word[2]] if len(word) > 2 else 0)  # 二十, 二十三
 
 
 def _week_start(day: date) -> date:
@@ -115,11 +100,11 @@ _PAST_RULES: list[tuple[re.Pattern[str], Callable[[re.Match[str], date], tuple[d
     (re.compile(r"(?<![大\d])前年"), lambda m, t: (date(t.year - 2, 1, 1), "year")),
     (
         re.compile(rf"\b({_NUM_EN})\s++(day|week|month|year)s?\s++ago\b"),
-        lambda m, t: _ago(_number(m.group(1)), m.group(2), t),
+        lambda m, t: _ago(number(m.group(1)), m.group(2), t),
     ),
     (
         re.compile(rf"({_NUM_ZH})\s*+(天|周|个星期|个礼拜|个月|年)(?:之|以)?前"),
-        lambda m, t: _ago(_number(m.group(1)), m.group(2), t),
+        lambda m, t: _ago(number(m.group(1)), m.group(2), t),
     ),
 ]
 _PAST_RULES = [(re.compile(p.pattern, re.IGNORECASE), fn) for p, fn in _PAST_RULES]

@@ -26,6 +26,11 @@ FACT_KINDS: frozenset[str] = frozenset(get_args(FactKind))
 MAX_FACT_CHARS = 1_000
 
 
+def _require_aware(occurred_at: datetime) -> None:
+    if occurred_at.tzinfo is None or occurred_at.utcoffset() is None:
+        raise ValueError("occurred_at must be timezone-aware")
+
+
 @dataclass(frozen=True, slots=True)
 class SourceEvent:
     id: str  # the event's id, carried into provenance
@@ -41,8 +46,7 @@ class SourceEvent:
             raise ValueError("a source event needs an id")
         if self.type not in EVENT_TYPES:
             raise ValueError(f"unknown event type {self.type!r}; one of {sorted(EVENT_TYPES)}")
-        if self.occurred_at.tzinfo is None or self.occurred_at.utcoffset() is None:
-            raise ValueError("occurred_at must be timezone-aware")
+        _require_aware(self.occurred_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +63,7 @@ class ExtractedFact:
             raise ValueError("a fact needs at least one source event id")
         if self.kind not in FACT_KINDS:
             raise ValueError(f"unknown fact kind {self.kind!r}")
-        if self.occurred_at.tzinfo is None or self.occurred_at.utcoffset() is None:
-            raise ValueError("occurred_at must be timezone-aware")
+        _require_aware(self.occurred_at)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,12 +19,13 @@ import re
 from memory.extraction.sentences import cjk_count, clause_spans
 from memory.pipeline.density import assess
 from memory.pipeline.prospective import LASTING
+from memory.text.patterns import bilingual
 
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'&.-]*+")
-_NUMBER_WORDS = re.compile(
-    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|"
-    r"million|dozen)\b|[二两三四五六七八九十百千万][个只位次年天月岁本张件条家口块元公里小时分钟]",
-    re.IGNORECASE,
+_NUMBER_WORDS = bilingual(
+    r"two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|million|"
+    r"dozen",
+    r"[二两三四五六七八九十百千万][个只位次年天月岁本张件条家口块元公里小时分钟]",
 )
 _NOT_NAMES = frozenset({"I", "I'm", "I've", "I'll", "I'd", "OK", "Ok", "AI", "Hey", "Hi", "Oh", "Wow", "Yes", "No"})
 _ADDRESSING = {"hey", "hi", "hello", "thanks", "thank", "congrats", "dear", "bye", "yes", "yeah", "yep", "wow", "oh"}
@@ -37,13 +38,12 @@ WANTS = re.compile(
     r"叫|名字|想要|想去|要去|不吃|不喝",
     re.IGNORECASE,
 )
-_HABIT = re.compile(
-    r"\b(?:usually|always|often|never|every\s++(?:day|morning|night|week|weekend)|prefers?|allergic)\b|"
+_HABIT = bilingual(
+    r"usually|always|often|never|every\s++(?:day|morning|night|week|weekend)|prefers?|allergic",
     r"习惯|通常|经常|总是|每天|每周|每晚|偏好|最好|最爱|爱好|擅长|不吃|不喝|素食|我叫|名字",
-    re.IGNORECASE,
 )
-FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|me|my|mine|myself|we|we're|we've|our|ours|us)\b|我|咱", re.I)
-SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll)\b|你|您", re.IGNORECASE)
+FIRST_PERSON = bilingual(r"i|i'm|i've|i'll|i'd|me|my|mine|myself|we|we're|we've|our|ours|us", r"我|咱")
+SECOND_PERSON = bilingual(r"you|your|yours|you're|you've|you'll", r"你|您")
 # "I hate coffee", "we love hiking": a preference said in a few words
 _OWN_PREFERENCE = re.compile(
     r"\b(?:I|i|we|We)\s++(?:\w{2,12}ly\s++)?(?:like|love|hate|prefer|enjoy|dislike|adore|want|need)\b"
@@ -54,15 +54,14 @@ _USER_WANTS = re.compile(
     r"asked|booked|ordered)\b|(?:你|您)(?:也|还|很|最|一直|平时|通常)?(?:喜欢|爱|讨厌|偏好|习惯|打算|计划|想|要|决定|准备)",
     re.IGNORECASE,
 )
-_PLEASANTRY = re.compile(
-    r"\b(?:let\s++me\s++know|feel\s++free|happy\s++to\s++help|glad\s++(?:to|i\s++could)\s++help|hope\s++"
-    r"(?:this|that|it)\s++helps|anything\s++else|have\s++(?:a\s++)?(?:great|nice|good|wonderful|fun)|"
-    r"you're\s++welcome|my\s++pleasure|no\s++problem|great\s++question|good\s++question|here\s++to\s++help|"
-    r"i'm\s++here|sounds\s++(?:good|great|lovely|awesome|amazing)|congrat(?:s|ulations)|good\s++luck|"
-    r"keep\s++(?:it|up)|well\s++done|(?:good|great|nice)\s++job|stay\s++safe|take\s++care|i\s++hope\s++you)\b|"
-    r"不客气|不用谢|别客气|随时|很高兴(?:认识|见到|听到|和你|跟你|为你|能)|乐意|希望(?:你|您|对你)|有什么能帮|还有什么|"
-    r"祝你|好梦|期待|听起来|抱歉|对不起|没问题|加油|好主意|真棒|太棒",
-    re.IGNORECASE,
+_PLEASANTRY = bilingual(
+    r"let\s++me\s++know|feel\s++free|happy\s++to\s++help|glad\s++(?:to|i\s++could)\s++help|hope\s++(?:this|that|"
+    r"it)\s++helps|anything\s++else|have\s++(?:a\s++)?(?:great|nice|good|wonderful|fun)|you're\s++welcome|"
+    r"my\s++pleasure|no\s++problem|great\s++question|good\s++question|here\s++to\s++help|i'm\s++here|"
+    r"sounds\s++(?:good|great|lovely|awesome|amazing)|congrat(?:s|ulations)|good\s++luck|keep\s++(?:it|up)|"
+    r"well\s++done|(?:good|great|nice)\s++job|stay\s++safe|take\s++care|i\s++hope\s++you",
+    r"不客气|不用谢|别客气|随时|很高兴(?:认识|见到|听到|和你|跟你|为你|能)|乐意|希望(?:你|您|对你)|有什么能帮|"
+    r"还有什么|祝你|好梦|期待|听起来|抱歉|对不起|没问题|加油|好主意|真棒|太棒",
 )
 _ADVICE = re.compile(
     r"\b(?:you\s++(?:could|can|might|should|may\s++want)|try\s++to|make\s++sure|don't\s++forget)\b|"
@@ -79,10 +78,9 @@ _ACTION = re.compile(
     r"(?:预订|订|预约|查到|查了|找到|找了|安排|设置|设定|设了|记下|记住|记录|发送|发了|取消|添加|保存|提醒|修改|"
     r"更新|购买|买了|创建|确认|推荐)"
 )
-_FAREWELL = re.compile(
-    r"\b(?:see\s++(?:you|ya)|talk\s++(?:to\s++you\s++)?(?:soon|later|tomorrow)|catch\s++you|good\s*night|bye)\b"
-    r"|再聊|再见|明天见|回头见|回头聊|改天聊|晚安|拜拜|先到这里|就到这里|下次聊",
-    re.IGNORECASE,
+_FAREWELL = bilingual(
+    r"see\s++(?:you|ya)|talk\s++(?:to\s++you\s++)?(?:soon|later|tomorrow)|catch\s++you|good\s*night|bye",
+    r"再聊|再见|明天见|回头见|回头聊|改天聊|晚安|拜拜|先到这里|就到这里|下次聊",
 )
 _TALK = re.compile(
     r"\b(?:chat|talk|speak)(?:ting|ing)?\s++(?:to|with)\s++you\b|"

@@ -5,7 +5,8 @@
 2. `expiry`: time-bound facts get `expires_at` from the text;
 3. `importance`: rule-based importance when the caller gives none, or an optional LLM within a deadline with the
    rules as its fallback (`rating`);
-4. `conflict` (with `claims`): near-duplicates update in place, contradicting statements supersede older ones;
+4. `conflict` (with `claims` and `reading`): near-duplicates update in place, contradicting statements supersede
+   older ones;
 5. store: dense (a dialogue turn in the context of the turn before it: `turns`) + sparse
    (`memory.embedders.sparse`) vectors, upsert, provenance.
 

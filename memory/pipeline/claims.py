@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from memory.text.budget import CpuBudget, check
+from memory.text.patterns import bilingual
 from memory.text.words import nfkc, split_speaker, stem
 
 SINGLE = "single"  # one value at a time: a new value replaces the old one
@@ -192,7 +193,7 @@ STRONG_CHANGE = re.compile(
     r"换成|改成|改为|改用|换到|搬到|搬去|不再|已经不|迁移到|切换到|改到|挪到",
     _FLAGS,
 )
-WEAK_CHANGE = re.compile(r"\b(?:now|currently|these\s+days|nowadays)\b|现在|目前|如今", _FLAGS)
+WEAK_CHANGE = bilingual(r"now|currently|these\s+days|nowadays", r"现在|目前|如今")
 _NEGATIVE_VERBS = ("hate", "hates", "dislike", "dislikes", "stand", "讨厌")
 # A value is at most 60 characters, but a run of spaces is still tried from its first one only, never given back
 # (retried from each space, these patterns were quadratic in the run).
@@ -229,7 +230,7 @@ def _clean_value(value: str) -> str:
     return _ARTICLE.sub("", value).strip()
 
 
-_TARGET_FILLER = re.compile(r"\b(?:the|a|an|my|our|its|their|over|all|from)\b|我们的|我的|从", _FLAGS)
+_TARGET_FILLER = bilingual(r"the|a|an|my|our|its|their|over|all|from", r"我们的|我的|从")
 
 
 def _clean_target(target: str) -> str:

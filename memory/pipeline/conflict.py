@@ -2,7 +2,7 @@
 stored.
 
 Given a new statement and the live memories nearest to it in the same namespace (with their cosine
-similarity), decide, by rules:
+similarity), decide, by rules, on what they read of each statement (`memory.pipeline.reading`):
 
 - supersede only for a new value of the same attribute of the same subject (`memory.pipeline.claims`): "I live
   in Berlin" -> "I moved to Paris", "my favourite colour is blue" -> "... is green now", the same preference with
@@ -30,17 +30,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from itertools import islice
 from typing import Any
 
 from memory.models import Memory
-from memory.pipeline.claims import PREFERENCE, SINGLE, USES, WEAK_CHANGE, Claim, extract, purpose
+from memory.pipeline.claims import PREFERENCE, SINGLE, USES, WEAK_CHANGE, Claim, purpose
+from memory.pipeline.reading import MARKS, Statement
 from memory.pipeline.settings import PipelineSettings
-from memory.recall.cues import speaker_of
 from memory.text.budget import BudgetExhausted, CpuBudget, check
-from memory.text.words import STOPWORDS, content_words, has_cjk, nfkc, numbers, split_speaker, stem, tokenize
-
-_NEGATION = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot)\b|不|没|别|未")
+from memory.text.words import has_cjk, nfkc, split_speaker, tokenize
 
 
 class ConflictAction(StrEnum):
@@ -75,141 +72,21 @@ class ConflictDecision:
         return ConflictAction.SUPERSEDE if self.supersede else ConflictAction.CREATE
 
 
-# what two statements must state alike to be the same statement, besides their digits: number words, days,
-# months (a Chinese numeral inside a common word, "一点", "一起", is not a number)
-_MARKS = re.compile(
-    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|hundred|thousand|first|"
-    r"second|third|half|once|twice|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|"
-    r"march|april|may|june|july|august|september|october|november|december|today|tomorrow|yesterday|tonight)\b|"
-    r"(?!一点|一起|一下|一些|一直|一样|一般|一定|一个)[零一二两三四五六七八九十百千万半]|[今明昨前后]天|周[一二三四五六日末]",
-    re.IGNORECASE,
-)
-# a capitalised word (a name, a place, a product), so "Anna's course lasts eight weeks" and "Tom's course ..."
-# differ in what they are about; the pronoun "I" is not one
-_ENTITY = re.compile(r"(?<![\w'-])(?!I\b|I')[A-Z][\w'-]{0,30}")
-# words a Chinese statement can add or drop and still say the same thing ("我更喜欢简短一点的回答" = "我喜欢简短的回答")
-_ZH_FILLER = re.compile(
-    r"非常|特别|比较|一点|一些|其实|真的|[的了呢吧啊呀嘛很更也还都就真]|[\s，。！？、；：,.!?;:~…]+"
-)
-
-
-def _negations(text: str) -> int:
-    return len(_NEGATION.findall(text.lower()))
-
-
-def _words(text: str) -> set[str]:
-    return content_words(split_speaker(text)[1])
-
-
-class _Statement:
-    """One text and what the rules read from it, each computed once when first needed (a write compares its
-    statement with up to 16 candidates: re-reading it for each cost up to 0.4 s on hostile text). Its `speaker` is
-    who said it (`memory.recall.cues.speaker_of`: its "Name: " prefix, else the speaker given in its `metadata`)."""
-
-    def __init__(
-        self,
-        content: str,
-        claims: Sequence[Claim] | None = None,
-        budget: CpuBudget | None = None,
-        writer: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.content = content
-        self.writer = writer
-        self.speaker = speaker_of(content, metadata)
-        self._budget = budget
-        self._claims = {self._key(c): c for c in claims} if claims is not None else None
-        self._numbers: set[str] | None = None
-        self._negations: int | None = None
-        self._words: set[str] | None = None
-        self._marks: tuple[set[str], set[str], str] | None = None
-        self._plain: set[str] | None = None
-
-    @property
-    def claims(self) -> dict[str, Claim]:
-        if self._claims is None:
-            check(self._budget)
-            self._claims = {self._key(c): c for c in extract(self.content, self._budget, self.speaker)}
-        return self._claims
-
-    def _key(self, claim: Claim) -> str:
-        """The claim's attribute with its real owner: a first-person claim belongs to the writer."""
-        if claim.first_person and self.writer:
-            return f"writer:{self.writer}|{claim.attribute.split('|', 1)[1]}"
-        return claim.attribute
-
-    @property
-    def plain(self) -> set[str]:
-        """Every word of the text, lower-cased and stemmed (stop words too)."""
-        if self._plain is None:
-            check(self._budget)
-            body = nfkc(split_speaker(self.content)[1]).lower()
-            self._plain = {stem(m.group(0)) for m in islice(_WORD.finditer(body), _MAX_WORDS)}
-        return self._plain
-
-    @property
-    def marks(self) -> tuple[set[str], set[str], str]:
-        """The entities, number and date words, and (Chinese) the characters it states, for `_near_duplicate`."""
-        if self._marks is None:
-            check(self._budget)
-            body = nfkc(split_speaker(self.content)[1])
-            found = (m.group(0).lower() for m in islice(_ENTITY.finditer(body), _MAX_MARKS))
-            entities = {stem(w) for w in found if w not in STOPWORDS}  # not a sentence's capitalised "The"
-            marks = {m.group(0).lower() for m in islice(_MARKS.finditer(body), _MAX_MARKS)}
-            core = "".join(sorted(_ZH_FILLER.sub("", body.lower()))) if has_cjk(body) else ""
-            self._marks = (entities, marks, core)
-        return self._marks
-
-    @property
-    def lead(self) -> str | None:
-        """The first name the text states (stemmed), when it opens with one: who a third-person statement is
-        about ("Caroline expresses ..."); None for "I ..." or a text that opens with anything else."""
-        match = _ENTITY.match(nfkc(split_speaker(self.content)[1]).lstrip())
-        word = stem(match.group(0).lower()) if match else None
-        return word if word is not None and word not in STOPWORDS else None
-
-    @property
-    def numbers(self) -> set[str]:
-        if self._numbers is None:
-            check(self._budget)
-            self._numbers = numbers(self.content)
-        return self._numbers
-
-    @property
-    def negations(self) -> int:
-        if self._negations is None:
-            check(self._budget)
-            self._negations = _negations(self.content)
-        return self._negations
-
-    @property
-    def words(self) -> set[str]:
-        if self._words is None:
-            check(self._budget)
-            self._words = _words(self.content)
-        return self._words
-
-
 class StatementCache:
     """What the rules read from candidate memories, kept across the decisions of one batch's items
     (`memory.write.batch_commit`): a stored memory that is a candidate of many items is read once. Each decision still
     spends its own budget on what it reads anew. Valid while the memories it has read do not change."""
 
     def __init__(self) -> None:
-        self._read: dict[tuple[str, str | None], _Statement] = {}
+        self._read: dict[tuple[str, str | None], Statement] = {}
 
-    def statement(self, memory: Memory, writer: str | None, budget: CpuBudget | None) -> _Statement:
+    def statement(self, memory: Memory, writer: str | None, budget: CpuBudget | None) -> Statement:
         key = (memory.id, writer)
         held = self._read.get(key)
         if held is None or held.content != memory.content:
-            held = self._read[key] = _Statement(memory.content, writer=writer, metadata=memory.metadata)
-        held._budget = budget
+            held = self._read[key] = Statement(memory.content, writer=writer, metadata=memory.metadata)
+        held.budget = budget
         return held
-
-
-_WORD = re.compile(r"[\w'-]{1,40}")
-_MAX_WORDS = 2000  # words read per text for `plain` (a text is cut at MAX_ANALYSED_CHARS anyway)
-_MAX_MARKS = 64  # entities and number words compared per text (more: the texts are not near-duplicates anyway)
 
 
 def _names(text: str, target: str) -> bool:
@@ -257,7 +134,7 @@ def _extends(a: str, b: str) -> bool:
     return longer.startswith(shorter) and not longer[len(shorter)].isalnum()
 
 
-def _supersession(new: _Statement, old: _Statement, similarity: float, settings: PipelineSettings) -> str | None:
+def _supersession(new: Statement, old: Statement, similarity: float, settings: PipelineSettings) -> str | None:
     """Why the statement `new` replaces the older statement `old`, or None: only a new value of an attribute of
     the same subject does (a change verb with no attribute, a shared name or a close cosine never does)."""
     old_claims = old.claims if new.claims else {}  # the old text is read only if needed
@@ -292,10 +169,10 @@ def _thing(text: str, last: bool = True) -> str:
 
 
 def _states_value(text: str) -> bool:
-    return _MARKS.search(text) is not None or any(c.isdigit() for c in text)
+    return MARKS.search(text) is not None or any(c.isdigit() for c in text)
 
 
-def _moved(new: _Statement, old: _Statement) -> str | None:
+def _moved(new: Statement, old: Statement) -> str | None:
     if new.speaker != old.speaker or new.writer != old.writer:
         return None
     body = nfkc(split_speaker(new.content)[1])
@@ -315,7 +192,7 @@ def _moved(new: _Statement, old: _Statement) -> str | None:
     return f"{thing} {marker.group(0)} {value.strip()!r}"
 
 
-def _near_duplicate(new: _Statement, old: _Statement, similarity: float, settings: PipelineSettings) -> bool:
+def _near_duplicate(new: Statement, old: Statement, similarity: float, settings: PipelineSettings) -> bool:
     """Whether `new` is the same statement as `old`: never when they differ in the entity, number, date or
     negation they state, or in who says it, whatever their cosine."""
     if similarity < min(settings.near_duplicate_similarity, settings.near_duplicate_similarity_cjk):
@@ -366,7 +243,7 @@ def decide(
     what was read from candidates for earlier items (`StatementCache`)."""
     if budget is None and budget_seconds is not None:
         budget = CpuBudget(budget_seconds)
-    statement = _Statement(content, claims, budget, subject, metadata)
+    statement = Statement(content, claims, budget, subject, metadata)
     update: tuple[Memory, float] | None = None
     superseded: list[Superseded] = []
     newer: Superseded | None = None
@@ -382,7 +259,7 @@ def decide(
             if cache is not None:
                 old = cache.statement(memory, writer, budget)
             else:
-                old = _Statement(memory.content, budget=budget, writer=writer, metadata=memory.metadata)
+                old = Statement(memory.content, budget=budget, writer=writer, metadata=memory.metadata)
             if memory.updated_at > created_at:  # a newer memory: it may replace this statement, never the reverse
                 reason = _supersession(old, statement, similarity, settings)
                 if reason is not None and newer is None:

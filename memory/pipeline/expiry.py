@@ -38,6 +38,7 @@ from datetime import date, datetime, time, timedelta
 
 from memory.pipeline.prospective import PERMANENT, Quotes, Sentences, names_today, without_header
 from memory.text.budget import CpuBudget
+from memory.text.patterns import bilingual
 from memory.text.time_phrases import AHEAD_ONLY, OFFSET, candidates
 from memory.text.words import nfkc
 
@@ -54,7 +55,7 @@ def _end_of(day: date, reference: datetime) -> datetime:
     return datetime.combine(day + timedelta(days=1), time(0), tzinfo=reference.tzinfo)
 
 
-_OTHERWISE = re.compile(r"\b(?:otherwise|or\s+else)\b|不然|否则", re.IGNORECASE)
+_OTHERWISE = bilingual(r"otherwise|or\s+else", r"不然|否则")
 _DEADLINE_WORDS = ("by", "before", "until", "till", "due")  # "send it by Thursday" ("周五前" in Chinese)
 
 

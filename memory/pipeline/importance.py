@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from memory.text.budget import CpuBudget, check
+from memory.text.patterns import bilingual
 from memory.text.words import content_words, has_cjk
 
 BASE = 0.5
@@ -29,16 +30,16 @@ EXPLICIT_FLOOR = 0.9
 SMALL_TALK = 0.2
 
 _FLAGS = re.IGNORECASE
-_EXPLICIT = re.compile(
-    r"\b(?:remember|don'?t\s+forget|do\s+not\s+forget|never\s+forget|important(?:ly)?|crucial|critical|"
-    r"make\s+sure|keep\s+in\s+mind|note\s+that)\b|记住|记得|别忘|不要忘|重要|务必|千万|一定要|切记",
-    _FLAGS,
+_EXPLICIT = bilingual(
+    r"remember|don'?t\s+forget|do\s+not\s+forget|never\s+forget|important(?:ly)?|crucial|critical|make\s+sure|"
+    r"keep\s+in\s+mind|note\s+that",
+    r"记住|记得|别忘|不要忘|重要|务必|千万|一定要|切记",
 )
-_DEADLINE = re.compile(
-    r"\b(?:deadline|due|overdue|expires?|expiring|appointment|meeting|interview|flight|exam|submit|"
-    r"(?:by|before|until)\s+(?:tomorrow|tonight|(?:next\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day|"
-    r"\d{1,2}(?::\d{2})?\s*(?:am|pm)|end\s+of))\b|截止|到期|期限|(?:之|以)?前(?:交|完成|提交|截止)|预约|会议|开会|面试|考试|航班",
-    _FLAGS,
+_DEADLINE = bilingual(
+    r"deadline|due|overdue|expires?|expiring|appointment|meeting|interview|flight|exam|submit|(?:by|before|"
+    r"until)\s+(?:tomorrow|tonight|(?:next\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day|\d{1,2}(?::\d{2})?\s*(?:am|"
+    r"pm)|end\s+of)",
+    r"截止|到期|期限|(?:之|以)?前(?:交|完成|提交|截止)|预约|会议|开会|面试|考试|航班",
 )
 _PREFERENCE = re.compile(
     r"\b(?:i|we|user|the\s+user|they|he|she)\s+(?:really\s+|also\s+|still\s+|now\s+|usually\s+|always\s+)?"
@@ -47,13 +48,13 @@ _PREFERENCE = re.compile(
     r"我(?:很|也|还|最|不太|不)?(?:喜欢|爱|讨厌|偏好|想要|需要)|最喜欢|不喜欢|过敏|吃素|偏爱",
     _FLAGS,
 )
-_PERSONAL = re.compile(
-    r"\b(?:my\s+name|i'?m\s+called|call\s+me|i\s+(?:live|work|study)|i'?m\s+(?:from|based\s+in|a|an)\s|"
-    r"(?:my|our|the\s+user'?s)\s+(?:wife|husband|partner|son|daughter|kids?|children|mother|mom|father|dad|"
-    r"sister|brother|family|boss|manager|phone|email|address|birthday|job|company|team|dog|cat)|"
-    r"(?:user|the\s+user)\s+(?:lives|works|is\s+called|is\s+from))\b|我叫|我的名字|我住在|我在.{1,10}(?:工作|上班|上学)|"
-    r"我是|我的(?:妻子|老婆|丈夫|老公|孩子|儿子|女儿|妈妈|爸爸|电话|邮箱|地址|生日|工作|公司)",
-    _FLAGS,
+_PERSONAL = bilingual(
+    r"my\s+name|i'?m\s+called|call\s+me|i\s+(?:live|work|study)|i'?m\s+(?:from|based\s+in|a|an)\s|(?:my|our|"
+    r"the\s+user'?s)\s+(?:wife|husband|partner|son|daughter|kids?|children|mother|mom|father|dad|sister|brother|"
+    r"family|boss|manager|phone|email|address|birthday|job|company|team|dog|cat)|(?:user|the\s+user)\s+(?:lives|works|"
+    r"is\s+called|is\s+from)",
+    r"我叫|我的名字|我住在|我在.{1,10}(?:工作|上班|上学)|我是|我的(?:妻子|老婆|丈夫|老公|孩子|儿子|女儿|妈妈|爸爸|"
+    r"电话|邮箱|地址|生日|工作|公司)",
 )
 _SPECIFICS = re.compile(
     r"\d|[$€£¥₩]|\b(?:dollars?|euros?|pounds?|yuan|usd|eur|rmb|percent)\b|[元块万亿]钱?|"
@@ -61,12 +62,12 @@ _SPECIFICS = re.compile(
     r"(?<![一二三四五六七八九十百千两])[一二三四五六七八九十百千两]++[元块点号月日岁]",
     _FLAGS,
 )
-_SMALL_TALK = re.compile(
-    r"\b(?:how\s+are\s+you|how'?s\s+it\s+going|what'?s\s+up|nice\s+to\s+(?:meet|see|hear)|good\s+to\s+(?:see|hear)|"
-    r"long\s+time\s+no\s+see|have\s+a\s+(?:nice|good|great)\s+(?:day|one|weekend)|haha|lol|that'?s\s+(?:so\s+)?"
-    r"(?:great|cool|awesome|funny|nice|amazing|wonderful)|sounds\s+(?:great|fun|good|awesome)|thanks?|thank\s+you|"
-    r"hello|hey|hi)\b|你好吗|最近怎么样|哈哈|呵呵|谢谢|不客气|好久不见|吃了吗",
-    _FLAGS,
+_SMALL_TALK = bilingual(
+    r"how\s+are\s+you|how'?s\s+it\s+going|what'?s\s+up|nice\s+to\s+(?:meet|see|hear)|good\s+to\s+(?:see|hear)|"
+    r"long\s+time\s+no\s+see|have\s+a\s+(?:nice|good|great)\s+(?:day|one|weekend)|haha|lol|"
+    r"that'?s\s+(?:so\s+)?(?:great|cool|awesome|funny|nice|amazing|wonderful)|sounds\s+(?:great|fun|good|awesome)|"
+    r"thanks?|thank\s+you|hello|hey|hi",
+    r"你好吗|最近怎么样|哈哈|呵呵|谢谢|不客气|好久不见|吃了吗",
 )
 
 

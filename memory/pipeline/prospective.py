@@ -35,6 +35,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from memory.text.patterns import bilingual
+
 # A bracketed prefix of at most 80 characters holding a digit, or a leading ISO date with an optional time.
 _HEADER = re.compile(
     r"^\s*(?:[\[(【（][^\]\)】）\n]{0,80}?\d[^\]\)】）\n]{0,80}?[\]\)】）]"
@@ -45,10 +47,7 @@ _PAST_WORDS = (
     r"found|left|felt|won|lost|ran|began|brought|caught|thought|wrote|spoke|drove|flew|sent|spent|built|kept|held|"
     r"heard|paid|sold|yesterday|ago|earlier|already|recently|lately"
 )
-PAST = re.compile(
-    rf"\b(?:{_PAST_WORDS}|\w{{2,}}[^e\W]ed)\b|了|过|昨天|前天|已经|刚才|刚刚|最近",
-    re.IGNORECASE,
-)
+PAST = bilingual(rf"{_PAST_WORDS}|\w{{2,}}[^e\W]ed", r"了|过|昨天|前天|已经|刚才|刚刚|最近")
 # PAST for a sentence beside the plan, read with more care: an "-ed" word counts only after its subject ("I
 # rehearsed", not "so excited", "Super stoked!"), and "太好了" or "不过" is no past.
 PAST_BESIDE = re.compile(
@@ -62,7 +61,7 @@ NOT_A_PLAN = re.compile(
     re.IGNORECASE,
 )  # conditional or ongoing; or the start of a lasting state ("as of March 1 the tier is $35", "从下周起改到周二")
 # A permanent date anywhere in the text ("born on May 5", "我的生日是5月5日"): nothing in it expires.
-PERMANENT = re.compile(r"\b(?:born|birthdays?|anniversary|anniversaries)\b|生日|纪念日|出生", re.IGNORECASE)
+PERMANENT = bilingual(r"born|birthdays?|anniversary|anniversaries", r"生日|纪念日|出生")
 # A lasting fact: a preference, an identity or a job, a habit ("I love hiking", "I'm a nurse", "我一直很喜欢西班牙").
 # Another sentence of a time-bound memory saying one keeps the whole memory from expiring: hiding the plan would
 # hide the fact with it; so does one in the plan's own sentence ("John's game next month is in Seattle, a city he
@@ -113,7 +112,7 @@ EVENT = re.compile(
 )
 # The plan is one item of several news ("I'm also hosting a competition next month", "另外，我下周要出差"): the
 # memory holds more than the plan, so hiding it with the plan is not sure.
-AMONG_OTHERS = re.compile(r"\b(?:also|as\s+well|besides)\b|另外|此外", re.IGNORECASE)
+AMONG_OTHERS = bilingual(r"also|as\s+well|besides", r"另外|此外")
 # A recurring time in the sentence ("every Monday", "每周一", "usually on Fridays"): not one day to come.
 _RECURRING = re.compile(
     r"\b(?:every|each|weekly|daily|annually|monthly|usually|always|often|sometimes|occasionally)\b|"
@@ -121,10 +120,9 @@ _RECURRING = re.compile(
     r"每|以来|自从|通常|经常|总是|有时|偶尔|一般|平时|往往",
     re.IGNORECASE,
 )
-_REPORTED = re.compile(
-    r"\b(?:says?|said|tells?|told|asks?|asked|heard|claims?|claimed|mentioned|according\s+to)\b"
-    r"|说|告诉|听说|据说|问我|表示",
-    re.IGNORECASE,
+_REPORTED = bilingual(
+    r"says?|said|tells?|told|asks?|asked|heard|claims?|claimed|mentioned|according\s+to",
+    r"说|告诉|听说|据说|问我|表示",
 )
 _FAREWELL = re.compile(
     r"\b(?:see\s+(?:you|ya)|talk\s+(?:to\s+you\s+)?(?:soon|later|tomorrow)|catch\s+you|until\s+tomorrow|"
@@ -154,13 +152,12 @@ _OPINION = re.compile(
 )
 _QUESTION = re.compile(r"[?？]|吗|呢")
 _REMINDER = re.compile(r"\bremind\s+me\b|提醒我", re.IGNORECASE)
-_CUE = re.compile(
-    r"\b(?:will|shall|'ll|going\s+to|gonna|plan|plans|planning|planned\s+to|intend|need\s+to|have\s+to|has\s+to|"
-    r"must|due|deadline|expires?|runs?\s+out|remind|appointment|meeting|interview|exam|flight|conference|"
-    r"review|dinner|lunch|party|scheduled|booked)\b"
-    r"|(?<![重主只需不])要(?![是求不])|打算|准备|计划|将要|(?<![机社体学不误理])会(?![不])|约了?|预约|安排|提醒|"
-    r"截止|到期|面试|考试|出差|航班|记得|别忘|(?<![过失力没不])去(?!世)",
-    re.IGNORECASE,
+_CUE = bilingual(
+    r"will|shall|'ll|going\s+to|gonna|plan|plans|planning|planned\s+to|intend|need\s+to|have\s+to|has\s+to|must|due|"
+    r"deadline|expires?|runs?\s+out|remind|appointment|meeting|interview|exam|flight|conference|review|dinner|lunch|"
+    r"party|scheduled|booked",
+    r"(?<![重主只需不])要(?![是求不])|打算|准备|计划|将要|(?<![机社体学不误理])会(?![不])|约了?|预约|安排|提醒|截止|"
+    r"到期|面试|考试|出差|航班|记得|别忘|(?<![过失力没不])去(?!世)",
 )
 _TODAY_IS = re.compile(r"(?:今天|今日)(?:是|为)$|\b(?:today\s+is|it'?s|it\s+is)\s$", re.IGNORECASE)
 _QUOTES_OPEN = "“「『"

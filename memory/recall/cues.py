@@ -31,6 +31,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from memory.text.patterns import bilingual
 from memory.text.words import has_cjk, normalize, split_speaker
 
 _WORD = re.compile(r"[^\W_]+")
@@ -42,10 +43,10 @@ _ASKS_WHEN = re.compile(
 # A question about the present state of things ("where does she live now?", "is he still at Google?", "目前在哪工作"):
 # the only questions a plan whose day has passed is history for (a question asked later about the plan itself, "when
 # was the art show?", "what did she plan for May?", wants it at full weight).
-_ASKS_NOW = re.compile(
-    r"\b(?:now|currently|current|these\s+days|nowadays|at\s+(?:the\s+)?(?:moment|present)|still|anymore|"
-    r"any\s+more|upcoming|coming\s+up)\b|现在|目前|当前|如今|眼下|还在|仍然|依然|接下来|即将",
-    re.IGNORECASE,
+_ASKS_NOW = bilingual(
+    r"now|currently|current|these\s+days|nowadays|at\s+(?:the\s+)?(?:moment|present)|still|anymore|any\s+more|"
+    r"upcoming|coming\s+up",
+    r"现在|目前|当前|如今|眼下|还在|仍然|依然|接下来|即将",
 )
 _TIME_WORD_TEXT = """
     yesterday today tonight tomorrow ago last next recently earlier weekend week month year summer winter spring

@@ -17,6 +17,7 @@ from datetime import date, timedelta
 from itertools import islice
 
 from memory.text.budget import CpuBudget, check
+from memory.text.patterns import bilingual
 
 _WEEKDAYS_EN = {
     "mon": 0,
@@ -71,7 +72,10 @@ _RANGE_EN = r"(?:-|–|—|to|through|thru|until|till)"  # "Oct 14–18", "May 3
 _RANGE_ZH = r"(?:到|至|-|–|~|～)"  # "下周一到周三"
 
 
-def _number(word: str) -> int:
+def number(word: str) -> int:
+    """The value of a number a time phrase counts with: digits, an English number word ("three", "a couple of",
+    any case and spacing) or a Chinese numeral up to 99 ("三", "十一", "二十三")."""
+    word = " ".join(word.lower().split())
     if word.isdigit():
         return int(word)
     if word in _NUMBER_WORDS:
@@ -171,12 +175,12 @@ _RULES: list[Rule] = [
     (
         "day_this_month",
         re.compile(rf"(?:本|这个?)月\s*({_ZH_NUM})\s*[号日]"),
-        lambda m, t: _full_date(t.year, t.month, _number(m.group(1))),
+        lambda m, t: _full_date(t.year, t.month, number(m.group(1))),
     ),
     (
         "day_next_month",
         re.compile(rf"下(?:个)?月\s*({_ZH_NUM})\s*[号日]"),
-        lambda m, t: _full_date(t.year + t.month // 12, t.month % 12 + 1, _number(m.group(1))),
+        lambda m, t: _full_date(t.year + t.month // 12, t.month % 12 + 1, number(m.group(1))),
     ),
     (
         "next_weekend",
@@ -229,7 +233,7 @@ _RULES: list[Rule] = [
         lambda m, t: (
             t
             + timedelta(
-                days=_number((m.group(1) or m.group(3) or m.group(5)).lower())
+                days=number((m.group(1) or m.group(3) or m.group(5)).lower())
                 * (7 if (m.group(2) or m.group(4) or "天").lower() in ("week", "周", "个星期", "个礼拜") else 1)
             )
         ),
@@ -280,7 +284,7 @@ AHEAD_ONLY = frozenset(
 )
 # An offset from now unless the sentence is in the past tense, where it is a duration ("finished it in 3 days").
 OFFSET = frozenset({"in_days", "in_hours"})
-_SAME_DAY = re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b|今[天日晚早夜]", re.IGNORECASE)
+_SAME_DAY = bilingual(r"today|tonight|this\s+(?:morning|afternoon|evening)", r"今[天日晚早夜]")
 
 
 # At most this many matches of each rule are examined: a text that repeats a time phrase hundreds of times ("Dec
