@@ -1,4 +1,4 @@
-"""`hindsight reembed`: move the memories to another embedding model without downtime (`gateway.services.reembed`).
+"""`hindsight reembed`: move the memories to another embedding model without downtime (`memory.reembed.migration`).
 
     hindsight reembed --to use --url http://127.0.0.1:8080/mcp --token $OPERATOR_TOKEN   # a running gateway
     hindsight reembed --to use                                                            # offline

@@ -1,6 +1,7 @@
 """`open_runtime(settings)`: the engine assembled from settings (`gateway.services.runtime`'s parts: the embedder, the
-stores, the services, the embedding-model migrations of `gateway.services.reembed`), its background maintenance run, and
-all of it closed on exit. The app's lifespan, the CLI, the benchmarks and the tests open a runtime only through it."""
+stores, the services, the embedding-model migrations `gateway.services.reembed` builds), its background maintenance
+run, and all of it closed on exit. The app's lifespan, the CLI, the benchmarks and the tests open a runtime only
+through it."""
 
 from __future__ import annotations
 
@@ -13,16 +14,8 @@ import anyio.to_thread
 from opentelemetry.trace import Tracer
 
 from gateway.services.background import Supervisor
-from gateway.services.reembed import Reembedder
-from gateway.services.runtime import (
-    Runtime,
-    chat_client,
-    engine_limits,
-    open_embedder,
-    open_vector_store,
-    scoring_weights,
-    tenant_scoring_weights,
-)
+from gateway.services.reembed import migration
+from gateway.services.runtime import Runtime, calibration, chat_client, engine_limits, open_embedder, open_vector_store
 from gateway.services.shared_state import shared_state
 from gateway.web.observability import traced
 from memory.agent.sessions import AgentSessions, Extractor
@@ -30,7 +23,6 @@ from memory.clock import Clock, SystemClock
 from memory.embedders import RemoteEmbedder
 from memory.extraction import LlmExtractor, RuleExtractor
 from memory.llm import ChatImportanceRater, ChatSummarizer
-from memory.pipeline import for_embedder
 from memory.ports import Embedder, ImportanceRater, VectorStore
 from memory.service import MemoryService
 from memory.stores.switchable import SwitchableEmbedder, SwitchableStore
@@ -79,18 +71,15 @@ async def open_runtime(
         rater = ChatImportanceRater(chat)
         if tracer is not None:
             rater = traced(rater, "llm", tracer, **{"gen_ai.request.model": chat.config.model})
-    pipeline = for_embedder(
-        embedder.model_id, importance_llm_timeout_seconds=settings.models.llm_importance_timeout_seconds
-    )
-    weights = scoring_weights(settings, embedder.model_id)
+    calibrated = calibration(settings, embedder.model_id)
     memories = MemoryService(
         store,
         embedder,
         clock,
         engine_limits(settings),
-        weights,
-        pipeline=pipeline,
-        tenant_weights=tenant_scoring_weights(settings, weights),
+        calibrated.weights,
+        pipeline=calibrated.pipeline,
+        tenant_weights=calibrated.tenant_weights,
         importance_rater=rater,
         locks=shared.locks,
     )
@@ -127,7 +116,7 @@ async def open_runtime(
         redis_breaker=shared.redis_breaker,
     )
 
-    runtime.reembedder = Reembedder(runtime, switchable, embedders)
+    runtime.reembedder = migration(runtime, switchable, embedders)
     try:
         async with anyio.create_task_group() as task_group:
             await supervisor.watch("runtime", task_group)

@@ -1,8 +1,8 @@
 """`Runtime`: the clients and services one running app holds, and the settings -> engine parts it is built from
 (limits, scoring weights, the embedder, the vector store, the LLM client). `gateway.services.assembly.open_runtime`
 opens them in the lifespan and closes them after it; tests and the CLI use the same function, so there is one way to
-assemble the engine. The embedding-model migrations (`gateway.services.reembed`, which builds on this module) are seen
-here only through `Migrations`, so neither module imports the other both ways.
+assemble the engine. The embedding-model migrations are the engine's (`memory.reembed.migration`), built from these
+parts by `gateway.services.reembed`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
 
-import anyio
 import anyio.to_thread
 
 from memory.agent.sessions import AgentSessions
@@ -20,13 +18,14 @@ from memory.embedders import RemoteEmbedder, RemoteEmbedderConfig, build_embedde
 from memory.errors import InvalidArgument
 from memory.events import EventStore
 from memory.llm import ChatClient, ChatConfig, ChatSummarizer
+from memory.pipeline import for_embedder
 from memory.ports import Embedder, VectorStore, WorkingMemoryStore
 from memory.recall.scoring import SHARES, ScoringWeights, calibrated_shares
 from memory.recall_log import RecallLog
+from memory.reembed.indexes import Indexes
+from memory.reembed.migration import Calibration, Migration
 from memory.service import MemoryService
 from memory.stores.active_index import active_directory
-from memory.stores.edge import EdgeVectorStore
-from memory.stores.switchable import SwitchableStore
 from memory.validation import EngineLimits
 from memory.working.service import SessionService
 from ops.circuit_breaker import CircuitBreaker
@@ -34,27 +33,6 @@ from ops.config import Settings
 from tenancy.limits import IdempotencyStore, RateLimiter
 
 logger = logging.getLogger("hindsight.runtime")
-
-
-class Migrations(Protocol):
-    """What the tools, the CLI and the lifespan use of `gateway.services.reembed.Reembedder`."""
-
-    vectors: SwitchableStore
-
-    @property
-    def running(self) -> bool: ...
-
-    def attach_task_group(self, task_group: anyio.abc.TaskGroup | None) -> None: ...
-
-    def start(self, to: str) -> None: ...
-
-    async def run(self, to: str) -> dict[str, Any]: ...
-
-    async def wait(self, seconds: float) -> None: ...
-
-    async def report(self) -> dict[str, Any]: ...
-
-    async def drop_old(self) -> list[str]: ...
 
 
 @dataclass
@@ -71,7 +49,7 @@ class Runtime:
     agent_sessions: AgentSessions
     summarizer: ChatSummarizer | None = None
     recall_log: RecallLog | None = None  # the opted-in tenants' recalls (gateway.tools.recall_log)
-    reembedder: Migrations | None = None  # embedding-model migrations (gateway.services.reembed)
+    reembedder: Migration | None = None  # embedding-model migrations (gateway.services.reembed)
     redis_breaker: CircuitBreaker | None = None  # the shared Redis client's (ops.redis_client), on Redis
 
 
@@ -102,6 +80,13 @@ def tenant_scoring_weights(settings: Settings, defaults: ScoringWeights) -> dict
         tenant: replace(defaults, **overrides.model_dump(exclude_none=True))
         for tenant, overrides in settings.scoring_tenants.items()
     }
+
+
+def calibration(settings: Settings, model_id: str) -> Calibration:
+    """The write pipeline and recall weights (defaults and tenants') for the embedder `model_id`."""
+    pipeline = for_embedder(model_id, importance_llm_timeout_seconds=settings.models.llm_importance_timeout_seconds)
+    weights = scoring_weights(settings, model_id)
+    return Calibration(pipeline, weights, tenant_scoring_weights(settings, weights))
 
 
 def remote_embedder_config(settings: Settings) -> RemoteEmbedderConfig | None:
@@ -147,7 +132,6 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
         from qdrant_client import AsyncQdrantClient
 
         from memory.stores.qdrant_alias import collection_to_open
-        from memory.stores.qdrant_server import QdrantServerStore
 
         if settings.backends.qdrant_url == ":memory:":  # qdrant-client's local mode: the server code path, for tests
             client = AsyncQdrantClient(location=":memory:")
@@ -157,31 +141,23 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
             client = AsyncQdrantClient(url=settings.backends.qdrant_url, api_key=api_key, timeout=timeout)
         try:  # through the alias a re-embedding switched, if any (memory.stores.qdrant_alias)
             aliased = await collection_to_open(client, settings.backends.qdrant_collection_prefix, embedder.model_id)
-            return await QdrantServerStore.open(
-                client,
-                collection_prefix=settings.backends.qdrant_collection_prefix,
-                model_id=embedder.model_id,
-                dimension=embedder.dimension,
-                collection=aliased,
-                call_timeout=settings.backends.backend_timeout_seconds,
-            )
+            return await indexes(settings).open_collection(client, embedder.model_id, embedder.dimension, aliased)
         except BaseException:
             await client.close()
             raise
     store_path = active_directory(settings.backends.data_dir, embedder.model_id)  # the one a re-embedding switched to
-    threads = search_threads(settings)
-    return await anyio.to_thread.run_sync(
-        lambda: EdgeVectorStore.open(
-            store_path,
-            model_id=embedder.model_id,
-            dimension=embedder.dimension,
-            search_threads=threads,
-            cache_points=settings.backends.search_cache_points,
-        )
+    return await indexes(settings).open_directory(store_path, embedder.model_id, embedder.dimension)
+
+
+def indexes(settings: Settings) -> Indexes:
+    """Where the vector indexes live and how one is opened. The embedded engine's search threads are the ones
+    `HINDSIGHT_SEARCH_THREADS` sets (None for auto: sized to the machine by
+    `memory.stores.edge_shard.search_threads`)."""
+    backends = settings.backends
+    return Indexes(
+        data_dir=backends.data_dir,
+        collection_prefix=backends.qdrant_collection_prefix,
+        call_timeout=backends.backend_timeout_seconds,
+        search_threads=None if backends.search_threads == "auto" else backends.search_threads,
+        cache_points=backends.search_cache_points,
     )
-
-
-def search_threads(settings: Settings) -> int | None:
-    """The embedded engine's search threads `HINDSIGHT_SEARCH_THREADS` sets (None for auto: sized to the machine
-    by `memory.stores.edge_shard.search_threads`)."""
-    return None if settings.backends.search_threads == "auto" else settings.backends.search_threads

@@ -1,5 +1,5 @@
 """The operator's MCP tool `reembed`: start an embedding-model migration in the running gateway, follow it, and
-drop the old index once the switch is done (`gateway.services.reembed`).
+drop the old index once the switch is done (`memory.reembed.migration`, built by `gateway.services.reembed`).
 
 A migration concerns every tenant of the gateway, so a tenant's `memory:admin` is not enough: the tool needs the
 scope `hindsight:operator` (`hindsight token --operator`), which no tenant grant implies.

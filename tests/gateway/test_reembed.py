@@ -202,7 +202,7 @@ async def write_directly(runtime: Runtime, count: int) -> None:
 
 async def count_all(runtime: Runtime) -> int:
     from gateway.services.maintenance import admin_scope
-    from memory.reembed import summary
+    from memory.reembed.copy import summary
 
     found = await summary(runtime.store, admin_scope("acme"))
     return sum(n for n, _ in found.values())

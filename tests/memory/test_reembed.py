@@ -15,7 +15,7 @@ from memory.embedders import UseEmbedder, WordLlamaEmbedder
 from memory.embedders.sparse import Bm25Encoder
 from memory.pipeline import for_embedder
 from memory.ports import RecallFilter
-from memory.reembed import Reembedding
+from memory.reembed.copy import Reembedding
 from memory.stores.edge import EdgeVectorStore
 from memory.stores.switchable import SwitchableStore
 from tests.memory.conftest import START, everything, make_memory, scope

@@ -1,6 +1,6 @@
 """`Reembedding`: copies every memory of every tenant from the active index into a new one built for another
 embedder, then keeps it in step with the changes recorded meanwhile (`memory.stores.switchable.Changes`), then
-checks both agree. Switching is the caller's (`gateway.services.reembed`).
+checks both agree. Switching is the caller's (`memory.reembed.migration`).
 
 What is copied: every memory whatever its status (live, forgotten, superseded, expired, archived), with its id and
 every payload field unchanged except `embedding_model`, which names the model of the new vector. Vectors are
@@ -69,24 +69,17 @@ class Verification:
         return sum(check.old for check in self.namespaces)
 
 
+@dataclass(eq=False)
 class Reembedding:
-    def __init__(
-        self,
-        source: VectorStore,
-        target: VectorStore,
-        embedder: Embedder,
-        pipeline: PipelineSettings,
-        scope_of: ScopeOf,
-        keywords: Bm25Encoder | None = None,
-    ) -> None:
-        self.source = source
-        self.target = target
-        self.embedder = embedder
-        self.pipeline = pipeline
-        self.scope_of = scope_of
-        self.keywords = keywords or Bm25Encoder()
-        self.progress = Progress()
-        self._latest: OrderedDict[tuple[str, str, str], tuple[str, str]] = OrderedDict()  # session -> (id, text)
+    source: VectorStore
+    target: VectorStore
+    embedder: Embedder
+    pipeline: PipelineSettings
+    scope_of: ScopeOf
+    keywords: Bm25Encoder = field(default_factory=Bm25Encoder)
+    progress: Progress = field(default_factory=Progress, init=False)
+    # session (tenant, namespace, session id) -> (id, text) of its latest turn met
+    _latest: OrderedDict[tuple[str, str, str], tuple[str, str]] = field(default_factory=OrderedDict, init=False)
 
     # -- vectors ---------------------------------------------------------------------------------------------
     async def items(self, memories: Sequence[Memory]) -> list[UpsertItem]:
