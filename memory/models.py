@@ -19,7 +19,7 @@ class WriteStatus(StrEnum):
     SKIPPED = "skipped"
 
 
-# `Source.tool` of a memory extracted from an agent's events (memory.agent.sessions): a statement derived from the
+# `Source.tool` of a memory extracted from an agent's events (memory.agent.extraction): a statement derived from the
 # conversation, not one of its turns, so a session's next turn never follows it (VectorStore.latest_in_session)
 EXTRACTED = "extract"
 # `Source.tool` of a semantic memory consolidation wrote (memory.consolidation): a generalisation of its

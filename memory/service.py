@@ -99,7 +99,7 @@ class MemoryService:
         self, weights: ScoringWeights, tenant_weights: Mapping[str, ScoringWeights], pipeline: PipelineSettings
     ) -> None:
         """The recall weights and write pipeline calibrated for a new embedder, after a re-embedding switched
-        the store and embedder this service holds (`gateway.services.reembed`)."""
+        the store and embedder this service holds (`memory.reembed.migration`)."""
         self.weights = weights
         self.tenant_weights = dict(tenant_weights)
         self.pipeline = pipeline

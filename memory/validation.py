@@ -1,8 +1,9 @@
-"""Input checks shared by every engine entry point: limits, and parsers that turn raw values into typed ones.
+"""Input checks shared by every engine entry point: limits, parsers that turn raw values into typed ones, and the
+scope checks every store call starts with (the grant of a namespace, an admin scope).
 
-Each check raises `InvalidArgument` with a message that says what is wrong and what is allowed, before anything
-is written. What any stored value must be (bounded instants, finite numbers, clean strings, bounded nesting) is
-`memory.values`; the checks here apply it to each argument.
+Each check raises `InvalidArgument` (or `NamespaceForbidden`) with a message that says what is wrong and what is
+allowed, before anything is written. What any stored value must be (bounded instants, finite numbers, clean
+strings, bounded nesting) is `memory.values`; the checks here apply it to each argument.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memory.errors import InvalidArgument
+from memory.errors import InvalidArgument, NamespaceForbidden
 from memory.models import MemoryKind
+from memory.scope import NamespaceScope, validate_namespace
 from memory.values import check_instant, check_json_value, check_text
 
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]{0,127}")
@@ -124,12 +126,18 @@ def check_json_object(value: dict[str, Any] | None, max_bytes: int, field: str) 
     return value
 
 
+def whole_number(value: object, most: int, message: str) -> int:
+    """`value` if it is a whole number (not a bool) from 1 to `most`; else `InvalidArgument(message)`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise InvalidArgument(message)
+    return value
+
+
 def check_positive_seconds(value: int | None, limits: EngineLimits, field: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limits.max_ttl_seconds:
-        raise InvalidArgument(f"{field} must be a whole number of seconds from 1 to {limits.max_ttl_seconds}")
-    return value
+    most = limits.max_ttl_seconds
+    return whole_number(value, most, f"{field} must be a whole number of seconds from 1 to {most}")
 
 
 # A recall with a token budget and no top_k returns as many hits as the budget holds: this many tokens a hit at the
@@ -148,25 +156,20 @@ def recall_depth(top_k: int | None, token_budget: int | None, limits: EngineLimi
 def check_top_k(value: int | None, limits: EngineLimits) -> int:
     if value is None:
         return limits.default_top_k
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limits.max_top_k:
-        raise InvalidArgument(f"top_k must be from 1 to {limits.max_top_k}")
-    return value
+    return whole_number(value, limits.max_top_k, f"top_k must be from 1 to {limits.max_top_k}")
 
 
 def check_limit(value: int | None, limits: EngineLimits) -> int:
     if value is None:
         return limits.default_list_limit
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limits.max_list_limit:
-        raise InvalidArgument(f"limit must be from 1 to {limits.max_list_limit}")
-    return value
+    return whole_number(value, limits.max_list_limit, f"limit must be from 1 to {limits.max_list_limit}")
 
 
 def check_token_budget(value: object, limits: EngineLimits) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limits.max_token_budget:
-        raise InvalidArgument(f"token_budget must be a whole number of tokens from 1 to {limits.max_token_budget}")
-    return value
+    most = limits.max_token_budget
+    return whole_number(value, most, f"token_budget must be a whole number of tokens from 1 to {most}")
 
 
 def check_session_id(value: object, *, required: bool = False) -> str | None:
@@ -205,3 +208,19 @@ def parse_instant(value: object, field: str) -> datetime | None:
     except ValueError:
         raise InvalidArgument(f"{field} is not an ISO 8601 timestamp: use e.g. 2026-05-01T09:30:00Z") from None
     return check_instant(parsed, field)
+
+
+def check_granted(scope: NamespaceScope, namespace: str, *, write: bool) -> str:
+    """The namespace, checked, if the scope grants it for this access (`NamespaceForbidden` otherwise): the check
+    every session and event store call starts with."""
+    allowed = scope.can_write(namespace) if write else scope.can_read(namespace)
+    if not allowed:
+        raise NamespaceForbidden(f"namespace not {'writable' if write else 'readable'} with this token")
+    return validate_namespace(namespace)
+
+
+def check_admin(scope: NamespaceScope, action: str) -> str:
+    """The tenant of an admin scope (`NamespaceForbidden`, saying that `action` needs one, for any other scope)."""
+    if not scope.admin:
+        raise NamespaceForbidden(f"{action} needs an admin scope")
+    return scope.tenant

@@ -45,7 +45,7 @@ import anyio
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
-from memory.clients.redis_errors import redis_errors
+from memory.clients.redis_errors import RedisBacked, redis_errors
 from memory.cpu_meter import waiting_elsewhere
 from memory.errors import BackendUnavailable
 from tenancy.idempotency_records import (
@@ -239,8 +239,10 @@ class InProcessIdempotency:
         self._expiry.clear()
 
 
-class RedisIdempotency:
+class RedisIdempotency(RedisBacked):
     """`IdempotencyStore` on Redis, shared by every replica (see the module docstring for the record)."""
+
+    backend = "idempotency store"
 
     def __init__(
         self,
@@ -371,11 +373,3 @@ class RedisIdempotency:
             if erasure.matches(subject if isinstance(subject, str) else None, record.get("response")):
                 removed += int(await self._erase(keys=[key], args=[raw]))
         return removed
-
-    async def ping(self) -> None:
-        with redis_errors("idempotency store"):
-            await self._client.ping()
-
-    async def close(self) -> None:
-        with redis_errors("idempotency store"):
-            await self._client.aclose()

@@ -27,7 +27,7 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
-from memory.clients.redis_errors import redis_errors
+from memory.clients.redis_errors import RedisBacked, redis_errors
 from tenancy.limits import Bucket, RateDecision
 
 _SWEEP_EVERY = 1024
@@ -184,8 +184,10 @@ return 1
 )
 
 
-class RedisRateLimiter:
+class RedisRateLimiter(RedisBacked):
     """`RateLimiter` on Redis, shared by every replica (see the module docstring for the layout)."""
+
+    backend = "rate limiter"
 
     def __init__(self, client: redis.asyncio.Redis | RedisCluster) -> None:
         self._client = client
@@ -221,11 +223,3 @@ class RedisRateLimiter:
         args.append(cost)
         with redis_errors("rate limiter"):
             await self._charge(keys=[b.key for b in checked], args=args)
-
-    async def ping(self) -> None:
-        with redis_errors("rate limiter"):
-            await self._client.ping()
-
-    async def close(self) -> None:
-        with redis_errors("rate limiter"):
-            await self._client.aclose()

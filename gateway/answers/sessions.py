@@ -10,7 +10,7 @@ from typing_extensions import TypedDict
 
 from gateway.answers.serialize import iso
 from gateway.answers.shapes import Hit, Instant
-from memory.agent.sessions import ExtractionOutcome
+from memory.agent.extraction import ExtractionOutcome
 from memory.events import Event, EventType, SessionRecord
 
 

@@ -18,7 +18,8 @@ from gateway.services.reembed import migration
 from gateway.services.runtime import Runtime, calibration, chat_client, engine_limits, open_embedder, open_vector_store
 from gateway.services.shared_state import shared_state
 from gateway.web.observability import traced
-from memory.agent.sessions import AgentSessions, Extractor
+from memory.agent.extraction import Extractor
+from memory.agent.sessions import AgentSessions
 from memory.clock import Clock, SystemClock
 from memory.embedders import RemoteEmbedder
 from memory.extraction import LlmExtractor, RuleExtractor

@@ -7,39 +7,31 @@ clearing it. Sessions an agent never ended are swept by maintenance and extracte
 Nothing said is lost on the way: events are stored before anything is extracted from them; a session's extraction
 marks its progress (`extracted_through`) only after every fact of it was written, so an extraction cut short is
 redone by the next call, and the facts it had written are skipped as exact repeats; a session ends at most once
-(`EventStore.end_session` is atomic), and working memory is cleared only after its archive is stored.
+(`EventStore.end_session` is atomic), and working memory is cleared only after its archive is stored. The
+extraction itself is `memory.agent.extraction`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
+from memory.agent.extraction import ExtractionOutcome, Extractor, SessionExtraction
 from memory.errors import InvalidArgument
 from memory.events import EVENT_TYPES, Event, EventStore, SessionRecord
-from memory.extraction import ExtractedFact, Extraction, SourceEvent
 from memory.ids import new_memory_id
-from memory.models import EXTRACTED, Memory, RecallHit, WriteStatus
-from memory.requests import ListRequest, RecallRequest, WriteRequest
+from memory.models import RecallHit
+from memory.requests import RecallRequest
 from memory.scope import NamespaceScope
-from memory.validation import check_content, check_json_object, check_request_id, check_session_id
+from memory.validation import check_content, check_json_object, check_request_id, check_session_id, whole_number
 from memory.values import check_text
 from memory.working.service import SessionService
 
-EXTRACT_TOOL = EXTRACTED  # the `source.tool` of every extracted memory
 MAX_GOAL_CHARS = 1_000
 MAX_TASK_ID_CHARS = 128
 MAX_CALL_ID_CHARS = 128
 EXTRACTION_BATCH = 200  # events handed to the extractor at once
-
-
-class Extractor(Protocol):
-    """What `AgentSessions` needs of an extractor: the facts and how they were found (`RuleExtractor`, or
-    `LlmExtractor` falling back to it)."""
-
-    async def run(self, events: Sequence[SourceEvent]) -> Extraction: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,16 +45,6 @@ class EventRequest:
     metadata: dict[str, Any] | None = None
     occurred_at: datetime | None = None
     request_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ExtractionOutcome:
-    written: list[str] = field(default_factory=list)  # ids of the memories created (repeats not counted)
-    resolved: list[str] = field(default_factory=list)  # ids every stored fact resolved to: created, updated, repeated
-    facts: int = 0  # facts the extractor found
-    events: int = 0  # events read
-    method: str | None = None  # "rules" or "llm"; None when there was nothing to extract
-    fallback_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,41 +88,6 @@ def _optional_label(value: object, name: str, limit: int) -> str | None:
     return value
 
 
-def source_events(events: Sequence[Event]) -> list[SourceEvent]:
-    """What the extractor reads: each event, and a bound tool result as the `tool_result` of its call (under the
-    call's id with a `#result` suffix, folded back into the call's id in provenance)."""
-    sources: list[SourceEvent] = []
-    for event in events:
-        speaker = event.metadata.get("speaker") if isinstance(event.metadata.get("speaker"), str) else None
-        sources.append(
-            SourceEvent(
-                id=event.id,
-                type=event.type,
-                content=event.content,
-                occurred_at=event.occurred_at,
-                speaker=speaker,
-                call_id=event.call_id,
-                tool=event.tool,
-            )
-        )
-        if event.result is not None:
-            sources.append(
-                SourceEvent(
-                    id=f"{event.id}#result",
-                    type="tool_result",
-                    content=event.result,
-                    occurred_at=event.result_at or event.occurred_at,
-                    call_id=event.call_id or event.id,
-                    tool=event.tool,
-                )
-            )
-    return sources
-
-
-def provenance(fact: ExtractedFact) -> list[str]:
-    return list(dict.fromkeys(source.split("#", 1)[0] for source in fact.source_event_ids))
-
-
 class AgentSessions:
     def __init__(
         self,
@@ -154,7 +101,7 @@ class AgentSessions:
         self.events = events
         self.sessions = sessions
         self.memories = sessions.memories
-        self.extractor = extractor
+        self.extraction = SessionExtraction(events, sessions.memories, extractor, batch=EXTRACTION_BATCH)
         self.idle = timedelta(seconds=idle_seconds)
         self.background_top_k = background_top_k
         self.window = sessions.limits.working_window
@@ -193,7 +140,7 @@ class AgentSessions:
             tool=tool,
         )
         stored = await self.events.append(scope, event)
-        extraction = await self._extract_pending(scope, namespace, sid, request.subject, keep=self.window)
+        extraction = await self.extraction.pending(scope, namespace, sid, request.subject, keep=self.window)
         return EventOutcome(stored, extraction)
 
     async def list_events(
@@ -209,8 +156,8 @@ class AgentSessions:
         assert sid is not None
         ns = self._readable(scope, namespace)
         size = limit if limit is not None else self.sessions.limits.default_list_limit
-        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= self.sessions.limits.max_list_limit:
-            raise InvalidArgument(f"limit must be a whole number from 1 to {self.sessions.limits.max_list_limit}")
+        most = self.sessions.limits.max_list_limit
+        size = whole_number(size, most, f"limit must be a whole number from 1 to {most}")
         task = _optional_label(task_id, "task_id", MAX_TASK_ID_CHARS)
         return await self.events.events(scope, ns, sid, task_id=task, after=after, limit=size)
 
@@ -263,7 +210,7 @@ class AgentSessions:
         current = await self.events.session(scope, ns, sid)
         if current is not None and current.status == "ended":
             return EndOutcome(current, ExtractionOutcome(), already_ended=True)
-        extraction = await self._extract_all_pending(scope, ns, sid, subject)
+        extraction = await self.extraction.all_pending(scope, ns, sid, subject)
         working = await self.sessions.store.get(scope, ns, sid)
         kept = await self.sessions.write_turns(scope, ns, sid, subject, working.turns if working else [])
         archive = None
@@ -303,9 +250,9 @@ class AgentSessions:
         sid = check_session_id(session_id, required=True)
         assert sid is not None
         ns = scope.write_target(namespace)
-        before = await self._extracted_memories(scope, ns, sid)
-        events = await self._all_events(scope, ns, sid)
-        extraction = await self._extract(scope, ns, sid, subject, events)
+        before = await self.extraction.extracted_memories(scope, ns, sid)
+        events = await self.extraction.all_events(scope, ns, sid)
+        extraction = await self.extraction.extract(scope, ns, sid, subject, events)
         kept = set(extraction.resolved)
         replacement = extraction.resolved[0] if extraction.resolved else None
         superseded: list[str] = []
@@ -321,97 +268,6 @@ class AgentSessions:
         if events:
             await self.events.mark_extracted(scope, ns, sid, events[-1].id)
         return ReextractOutcome(extraction, superseded)
-
-    # -- extraction -----------------------------------------------------------------------------------------
-    async def _extract_all_pending(
-        self, scope: NamespaceScope, namespace: str, session_id: str, subject: str
-    ) -> ExtractionOutcome:
-        """Every event not extracted yet, batch by batch (an imported session may hold many)."""
-        total = ExtractionOutcome()
-        while True:
-            batch = await self._extract_pending(scope, namespace, session_id, subject, keep=0)
-            if batch.events == 0:
-                return total
-            total = ExtractionOutcome(
-                written=total.written + batch.written,
-                resolved=total.resolved + batch.resolved,
-                facts=total.facts + batch.facts,
-                events=total.events + batch.events,
-                method=batch.method if total.method in (None, batch.method) else "rules",
-                fallback_reason=total.fallback_reason or batch.fallback_reason,
-            )
-
-    async def _extract_pending(
-        self, scope: NamespaceScope, namespace: str, session_id: str, subject: str, *, keep: int
-    ) -> ExtractionOutcome:
-        """Extract the events after the session's `extracted_through`, but the last `keep` ones."""
-        record = await self.events.session(scope, namespace, session_id)
-        after = record.extracted_through if record is not None else None
-        pending = await self.events.events(scope, namespace, session_id, after=after, limit=EXTRACTION_BATCH + keep)
-        if len(pending) <= keep:
-            return ExtractionOutcome()
-        batch = pending[: len(pending) - keep]
-        outcome = await self._extract(scope, namespace, session_id, subject, batch)
-        await self.events.mark_extracted(scope, namespace, session_id, batch[-1].id)
-        return outcome
-
-    async def _extract(
-        self, scope: NamespaceScope, namespace: str, session_id: str, subject: str, events: Sequence[Event]
-    ) -> ExtractionOutcome:
-        if not events:
-            return ExtractionOutcome()
-        extraction = await self.extractor.run(source_events(events))
-        written: list[str] = []
-        resolved: list[str] = []
-        for fact in extraction.facts:
-            sources = provenance(fact)
-            outcome = await self.memories.write(
-                scope,
-                WriteRequest(
-                    content=fact.content,
-                    subject=subject,
-                    namespace=namespace,
-                    kind=fact.kind,
-                    session_id=session_id,
-                    occurred_at=fact.occurred_at,
-                    metadata={"source_event_ids": sources, "extracted_by": extraction.method},
-                    tool=EXTRACT_TOOL,
-                ),
-            )
-            if outcome.stored:
-                resolved.append(outcome.memory.id)
-                if outcome.status is WriteStatus.CREATED:
-                    written.append(outcome.memory.id)
-        return ExtractionOutcome(
-            written=written,
-            resolved=list(dict.fromkeys(resolved)),
-            facts=len(extraction.facts),
-            events=len(events),
-            method=extraction.method,
-            fallback_reason=extraction.fallback_reason,
-        )
-
-    async def _all_events(self, scope: NamespaceScope, namespace: str, session_id: str) -> list[Event]:
-        events: list[Event] = []
-        after: str | None = None
-        while True:
-            page = await self.events.events(scope, namespace, session_id, after=after, limit=EXTRACTION_BATCH)
-            events += page
-            if len(page) < EXTRACTION_BATCH:
-                return events
-            after = page[-1].id
-
-    async def _extracted_memories(self, scope: NamespaceScope, namespace: str, session_id: str) -> list[Memory]:
-        found: list[Memory] = []
-        cursor: str | None = None
-        while True:
-            page = await self.memories.list(
-                scope, ListRequest(namespace=namespace, limit=self.sessions.limits.max_list_limit, cursor=cursor)
-            )
-            found += [m for m in page.memories if m.session_id == session_id and m.source.tool == EXTRACT_TOOL]
-            if page.next_cursor is None:
-                return found
-            cursor = page.next_cursor
 
     def _readable(self, scope: NamespaceScope, namespace: str | None) -> str:
         return self.sessions.read_namespace(scope, namespace)

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory.consolidation import consolidate
-from memory.erasure.parts import Erased, Step, Tiers, cites, every_memory, namespaces_of, run
+from memory.erasure.parts import Erased, Step, Tiers, cites, delete_then_consolidate, event_steps, every_memory, run
 from memory.errors import NamespaceForbidden
-from memory.events.model import EventCounts
 from memory.models import Memory, MemoryKind
 from memory.scope import NamespaceScope, validate_namespace
 from memory.service import MemoryService
@@ -56,39 +54,19 @@ async def plan_namespace(service: MemoryService, scope: NamespaceScope, namespac
 
 def steps(service: MemoryService, scope: NamespaceScope, plan: NamespacePlan, tiers: Tiers) -> list[Step]:
     """The steps that remove what `plan` names, in the order a retry can finish from (the module docstring)."""
-    namespace, store, recall_log = plan.namespace, service.store, tiers.recall_log
-    removed_events = EventCounts()
+    namespace, recall_log = plan.namespace, tiers.recall_log
 
     async def logged() -> int:
         if recall_log is None:
             return 0
         return await recall_log.erase(scope, namespaces=(namespace,), memory_ids=plan.every_id)
 
-    async def derived() -> int:
-        count = await store.delete(scope, [m.id for m in plan.derived])
-        return count
-
-    async def copies() -> int:
-        count = await store.delete(scope, [m.id for m in plan.copies])
-        for elsewhere in namespaces_of(plan.derived):  # consolidated again from the sources they still have
-            await consolidate(service, scope, elsewhere, summarizer=tiers.summarizer)
-        return count
-
-    async def event_log() -> int:
-        nonlocal removed_events
-        removed_events = await tiers.events.purge(scope, namespace)
-        return removed_events.events
-
-    async def event_sessions() -> int:
-        return removed_events.sessions
-
     return [
         ("recall_log_entries", logged),
-        ("derived", derived),
-        ("copies", copies),
+        ("derived", lambda: service.store.delete(scope, [m.id for m in plan.derived])),
+        ("copies", lambda: delete_then_consolidate(service, scope, plan.copies, plan.derived, tiers)),
         ("working_sessions", lambda: tiers.working.purge(scope, namespace)),
-        ("events", event_log),
-        ("event_sessions", event_sessions),
+        *event_steps(lambda: tiers.events.purge(scope, namespace)),
         ("memories", lambda: service.purge(scope, namespace)),
     ]
 

@@ -1,17 +1,22 @@
 """What both erasures share: the stores beside the memories they reach (`Tiers`), the receipt's counts
-(`Erased`), reading every memory of a scope page by page, and finding what was consolidated from a memory."""
+(`Erased`), reading every memory of a scope page by page, finding what was consolidated from a memory, and the
+steps both take: deleting memories and consolidating again the namespaces of those derived from them, and
+removing events (two counts of one call)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from memory.consolidation import consolidate
+from memory.events.model import EventCounts
 from memory.events.store import EventStore
 from memory.llm import ChatSummarizer
 from memory.models import Memory, MemoryKind
 from memory.ports import ListQuery, VectorStore, WorkingMemoryStore
 from memory.recall_log.store import RecallLog
 from memory.scope import NamespaceScope
+from memory.service import MemoryService
 
 PAGE = 200
 
@@ -60,8 +65,30 @@ def cites(memory: Memory, ids: set[str]) -> bool:
     return isinstance(sources, list) and any(isinstance(s, str) and s in ids for s in sources)
 
 
-def namespaces_of(memories: Iterable[Memory]) -> list[str]:
-    return sorted({m.namespace for m in memories})
+async def delete_then_consolidate(
+    service: MemoryService, scope: NamespaceScope, doomed: Iterable[Memory], derived: Iterable[Memory], tiers: Tiers
+) -> int:
+    """Delete `doomed`, then consolidate again each namespace of `derived` (the semantic memories removed for
+    citing them) from the sources it still has; how many were deleted."""
+    count = await service.store.delete(scope, [m.id for m in doomed])
+    for namespace in sorted({m.namespace for m in derived}):
+        await consolidate(service, scope, namespace, summarizer=tiers.summarizer)
+    return count
+
+
+def event_steps(remove: Callable[[], Awaitable[EventCounts]]) -> list[Step]:
+    """The `events` and `event_sessions` steps of one call that removes events (and the records it empties)."""
+    removed = EventCounts()
+
+    async def events() -> int:
+        nonlocal removed
+        removed = await remove()
+        return removed.events
+
+    async def sessions() -> int:
+        return removed.sessions
+
+    return [("events", events), ("event_sessions", sessions)]
 
 
 async def run(steps: list[Step]) -> Erased:

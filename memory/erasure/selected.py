@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory.consolidation import consolidate
-from memory.erasure.parts import Erased, Step, Tiers, cites, every_memory, namespaces_of, run
+from memory.erasure.parts import Erased, Step, Tiers, cites, delete_then_consolidate, event_steps, every_memory, run
 from memory.errors import NamespaceForbidden
 from memory.events.model import EventCounts
 from memory.models import Memory, MemoryKind
@@ -63,7 +62,6 @@ async def plan_selection(service: MemoryService, scope: NamespaceScope, selectio
 def steps(service: MemoryService, scope: NamespaceScope, plan: SelectionPlan, tiers: Tiers) -> list[Step]:
     """The steps that remove what `plan` names, in the order a retry can finish from (the module docstring)."""
     store, recall_log, subject = service.store, tiers.recall_log, plan.selection.written_by
-    removed_events = EventCounts()
     taken = 0
 
     async def take(sessions: list[tuple[str, str]]) -> int:
@@ -78,28 +76,12 @@ def steps(service: MemoryService, scope: NamespaceScope, plan: SelectionPlan, ti
         subjects = () if subject is None else (subject,)
         return await recall_log.erase(scope, subjects=subjects, memory_ids=plan.every_id)
 
-    async def derived() -> int:
-        return await store.delete(scope, [m.id for m in plan.derived])
-
-    async def copies() -> int:
-        return await store.delete(scope, [m.id for m in plan.copies])
-
-    async def memories() -> int:
-        count = await store.delete(scope, [m.id for m in plan.memories])
-        for namespace in namespaces_of(plan.derived):  # consolidated again from the sources they still have
-            await consolidate(service, scope, namespace, summarizer=tiers.summarizer)
-        return count
-
-    async def event_log() -> int:
-        nonlocal removed_events
+    async def subject_events() -> EventCounts:
         if subject is None:
-            return 0
-        removed_events, touched = await tiers.events.erase_subject(scope, subject)
+            return EventCounts()
+        removed, touched = await tiers.events.erase_subject(scope, subject)
         await take(touched)
-        return removed_events.events
-
-    async def event_sessions() -> int:
-        return removed_events.sessions
+        return removed
 
     async def working_sessions() -> int:
         written = [] if subject is None else await tiers.working.sessions_written_by(scope, subject)
@@ -107,12 +89,11 @@ def steps(service: MemoryService, scope: NamespaceScope, plan: SelectionPlan, ti
 
     return [
         ("recall_log_entries", logged),
-        ("events", event_log),
-        ("event_sessions", event_sessions),
+        *event_steps(subject_events),
         ("working_sessions", working_sessions),
-        ("derived", derived),
-        ("copies", copies),
-        ("memories", memories),
+        ("derived", lambda: store.delete(scope, [m.id for m in plan.derived])),
+        ("copies", lambda: store.delete(scope, [m.id for m in plan.copies])),
+        ("memories", lambda: delete_then_consolidate(service, scope, plan.memories, plan.derived, tiers)),
     ]
 
 

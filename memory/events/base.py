@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from memory.errors import NamespaceForbidden
 from memory.events.model import (
     Event,
     EventCounts,
@@ -33,6 +32,7 @@ from memory.events.model import (
 )
 from memory.events.store import EventStore
 from memory.scope import NamespaceScope, validate_namespace
+from memory.validation import check_admin, check_granted
 
 EXPORT_PAGE = 500
 Pair = tuple[str, str]  # (namespace, session id)
@@ -40,17 +40,7 @@ Pair = tuple[str, str]  # (namespace, session id)
 
 def check_access(scope: NamespaceScope, namespace: str, session_id: str, *, write: bool) -> Pair:
     """(namespace, session_id) if the scope grants the namespace for this access; the check of every store call."""
-    allowed = scope.can_write(namespace) if write else scope.can_read(namespace)
-    if not allowed:
-        raise NamespaceForbidden(f"namespace not {'writable' if write else 'readable'} with this token")
-    return validate_namespace(namespace), check_session_id(session_id)
-
-
-def check_admin(scope: NamespaceScope, action: str) -> str:
-    """The tenant of an admin scope (`NamespaceForbidden` for any other scope)."""
-    if not scope.admin:
-        raise NamespaceForbidden(f"{action} needs an admin scope")
-    return scope.tenant
+    return check_granted(scope, namespace, write=write), check_session_id(session_id)
 
 
 def check_import(scope: NamespaceScope, events: Sequence[Event], sessions: Sequence[SessionRecord]) -> None:

@@ -34,7 +34,7 @@ from urllib.parse import quote, unquote
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
-from memory.clients.redis_errors import redis_errors
+from memory.clients.redis_errors import RedisBacked, redis_errors
 from memory.errors import BackendUnavailable
 from memory.events import model, redis_scripts
 from memory.events.base import EventStoreBase, Pair
@@ -124,8 +124,10 @@ def _record(namespace: str, session_id: str, raw: Any) -> SessionRecord | None:
     )
 
 
-class RedisEventStore(EventStoreBase):
+class RedisEventStore(RedisBacked, EventStoreBase):
     """`EventStore` on Redis; see the module docstring."""
+
+    backend = "event store"
 
     def __init__(self, client: redis.asyncio.Redis | RedisCluster) -> None:
         self._client = client
@@ -324,14 +326,6 @@ class RedisEventStore(EventStoreBase):
                     events, sessions = await self._whole(self._lua_trim, keys, before_us)
                     dropped += EventCounts(events, sessions)
         return dropped
-
-    async def ping(self) -> None:
-        with redis_errors("event store"):
-            await self._client.ping()
-
-    async def close(self) -> None:
-        with redis_errors("event store"):
-            await self._client.aclose()
 
 
 def _put_args(keys: _Keys, record: SessionRecord) -> list[str | int]:

@@ -1,78 +1,26 @@
 """`SqliteEventStore`: the embedded `EventStore`, one sqlite file (e.g. `<data_dir>/events.sqlite3`).
 
-It owns the schema and every SQL statement of the event store. One connection, opened in WAL mode with
-`synchronous=FULL` (a committed append survives a process kill and a power cut), is used by one thread at a time
-under a lock; every call runs off the event loop through `anyio.to_thread`. Each write is one `BEGIN IMMEDIATE`
-transaction, so an append and its session touch, or an end and its check that the session was active, are
-atomic. Every sqlite error (locked past the busy timeout, disk full, I/O) is raised as `BackendUnavailable`.
-
-Schema (rows carry the tenant of the caller's scope, never a tenant the caller spells):
-
-- `events`: one row per stored event: the key columns (tenant, namespace, session_id, id), the columns queries
-  filter on (task_id, type, call_id, recorded_us), `body` (the event's JSON, `model.encode_event`), `result` (the
-  bound tool result's JSON) and `result_id` (the id of the tool_result that was bound, so its retry finds it),
-  `request_key` and `result_request_key` (`model.request_key` of the event and of the bound result: the request
-  index a retry under a new id finds them by, written in the same transaction).
-- `sessions`: one row per session record; times as integer microseconds, `archive` as JSON.
-
-Erasing a subject is one transaction, then a WAL checkpoint (as a purge), so no erased text stays in the log.
-
-`user_version` 2; a file of version 1 (no request index) gets the two columns when opened, `request_key` filled
-from each event's JSON.
+It owns every SQL statement of the event store; the file's schema, its opening and the connection the statements
+run on are `memory.events.sqlite_file`. Each write is one transaction, so an append and its session touch, or an
+end and its check that the session was active, are atomic. Erasing a subject is one transaction, then a WAL
+checkpoint (as a purge), so no erased text stays in the log.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-import anyio.to_thread
-
-from memory.errors import BackendUnavailable
 from memory.events import model
 from memory.events.base import EventStoreBase, Pair
 from memory.events.model import Event, EventCounts, SessionRecord, SessionStatus, decode_event, from_micros, micros
+from memory.events.sqlite_file import SqliteConnection, open_file, transaction
 
-T = TypeVar("T")
 _EXPIRE_BATCH = 1000
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    tenant TEXT NOT NULL, namespace TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL,
-    task_id TEXT, type TEXT NOT NULL, call_id TEXT, recorded_us INTEGER NOT NULL,
-    body TEXT NOT NULL, result TEXT, result_id TEXT, request_key TEXT, result_request_key TEXT,
-    UNIQUE (tenant, namespace, session_id, id)
-);
-CREATE INDEX IF NOT EXISTS events_by_task ON events (tenant, namespace, session_id, task_id, id);
-CREATE INDEX IF NOT EXISTS events_by_call ON events (tenant, namespace, session_id, call_id, id)
-    WHERE type = 'tool_call';
-CREATE INDEX IF NOT EXISTS events_by_result ON events (tenant, namespace, session_id, result_id)
-    WHERE result_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_by_age ON events (recorded_us);
-CREATE TABLE IF NOT EXISTS sessions (
-    tenant TEXT NOT NULL, namespace TEXT NOT NULL, session_id TEXT NOT NULL,
-    status TEXT NOT NULL, goal TEXT, started_us INTEGER NOT NULL, last_event_us INTEGER NOT NULL,
-    ended_us INTEGER, events INTEGER NOT NULL, extracted_through TEXT, archive TEXT, end_reason TEXT,
-    PRIMARY KEY (tenant, namespace, session_id)
-);
-CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (tenant, namespace, status, session_id);
-CREATE INDEX IF NOT EXISTS sessions_by_idle ON sessions (tenant, status, last_event_us);
-CREATE INDEX IF NOT EXISTS sessions_by_end ON sessions (status, ended_us);
-"""
-# Version 2: the request index (a file of version 1 gets its columns first, `_add_request_index`).
-_REQUEST_INDEX = """
-CREATE INDEX IF NOT EXISTS events_by_request ON events (tenant, namespace, session_id, request_key, id)
-    WHERE request_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_by_result_request ON events (tenant, namespace, session_id, result_request_key)
-    WHERE result_request_key IS NOT NULL;
-PRAGMA user_version = 2;
-"""
 
 _SESSION_COLUMNS = (
     "namespace, session_id, status, goal, started_us, last_event_us, ended_us, events, extracted_through, archive,"
@@ -111,18 +59,6 @@ def _session_of(row: Sequence[Any]) -> SessionRecord:
     )
 
 
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
 def _insert_event(conn: sqlite3.Connection, tenant: str, event: Event) -> bool:
     row = (tenant, event.namespace, event.session_id, event.id, event.task_id, event.type, event.call_id)
     values = (micros(event.recorded_at), model.encode_event(event), model.result_of(event), model.request_key(event))
@@ -145,27 +81,11 @@ def _retried(conn: sqlite3.Connection, key: Key, event: Event) -> Event | None:
     return found
 
 
-def _add_request_index(conn: sqlite3.Connection) -> None:
-    """Bring a file of version 1 to version 2: the request index columns, `request_key` filled from the events'
-    JSON (a request id has no space: `model.request_key`); then the indexes, on any file."""
-    with _transaction(conn):
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
-        if "request_key" not in columns:
-            conn.execute("ALTER TABLE events ADD COLUMN request_key TEXT")
-            conn.execute("ALTER TABLE events ADD COLUMN result_request_key TEXT")
-            conn.execute(
-                "UPDATE events SET request_key = json_extract(body, '$.request') || ' ' ||"
-                " json_extract(body, '$.subject') WHERE json_extract(body, '$.request') IS NOT NULL"
-            )
-    conn.executescript(_REQUEST_INDEX)
-
-
 class SqliteEventStore(EventStoreBase):
     """`EventStore` on a sqlite file; see the module docstring."""
 
     def __init__(self, connection: sqlite3.Connection) -> None:
-        self._conn: sqlite3.Connection | None = connection
-        self._lock = threading.Lock()
+        self._db = SqliteConnection(connection)
 
     @classmethod
     def open(
@@ -176,36 +96,14 @@ class SqliteEventStore(EventStoreBase):
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
     ) -> SqliteEventStore:
         """Open (creating it and its directory if needed) the store at `path`."""
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_seconds)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {synchronous}")
-            conn.execute("PRAGMA secure_delete = ON")  # a deleted row's bytes are overwritten, not left in free pages
-            conn.executescript(_SCHEMA)
-            _add_request_index(conn)
-        except (sqlite3.Error, OSError) as exc:
-            raise BackendUnavailable(f"event store (sqlite) unavailable: {type(exc).__name__}: {exc}") from exc
-        return cls(conn)
-
-    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            if self._conn is None:
-                raise BackendUnavailable("event store (sqlite) is closed")
-            try:
-                return work(self._conn)
-            except sqlite3.Error as exc:
-                raise BackendUnavailable(f"event store (sqlite) unavailable: {type(exc).__name__}: {exc}") from exc
-
-    async def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await anyio.to_thread.run_sync(self._run, work)
+        return cls(open_file(path, busy_timeout_seconds, synchronous))
 
     async def _append(self, tenant: str, event: Event) -> Event:
         key = (tenant, event.namespace, event.session_id)
         bound = model.binding_of(event)
 
         def work(conn: sqlite3.Connection) -> Event:
-            with _transaction(conn):
+            with transaction(conn):
                 prior = _retried(conn, key, event)
                 if prior is not None:
                     return prior  # a retry: what the first append stored, unchanged
@@ -230,7 +128,7 @@ class SqliteEventStore(EventStoreBase):
                 conn.execute(_TOUCH, (*key, recorded, recorded, 1))
                 return event
 
-        return await self._call(work)
+        return await self._db.call(work)
 
     async def _events(
         self, tenant: str, namespace: str, session_id: str, task_id: str | None, after: str | None, limit: int
@@ -238,11 +136,11 @@ class SqliteEventStore(EventStoreBase):
         task = "" if task_id is None else " AND task_id = ?"
         args = (tenant, namespace, session_id, *(() if task_id is None else (task_id,)), after or "", limit)
         query = f"SELECT body, result FROM events WHERE {_KEY}{task} AND id > ? ORDER BY id LIMIT ?"
-        rows = await self._call(lambda conn: conn.execute(query, args).fetchall())
+        rows = await self._db.call(lambda conn: conn.execute(query, args).fetchall())
         return [decode_event(namespace, session_id, body, result) for body, result in rows]
 
     async def _session(self, tenant: str, namespace: str, session_id: str) -> SessionRecord | None:
-        return await self._call(lambda conn: self._record(conn, (tenant, namespace, session_id)))
+        return await self._db.call(lambda conn: self._record(conn, (tenant, namespace, session_id)))
 
     @staticmethod
     def _record(conn: sqlite3.Connection, key: Key) -> SessionRecord | None:
@@ -258,7 +156,7 @@ class SqliteEventStore(EventStoreBase):
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE tenant = ? AND namespace = ?{where}"
             " AND session_id > ? ORDER BY session_id LIMIT ?"
         )
-        rows = await self._call(lambda conn: conn.execute(query, args).fetchall())
+        rows = await self._db.call(lambda conn: conn.execute(query, args).fetchall())
         return [_session_of(row) for row in rows]
 
     async def _start_session(
@@ -267,7 +165,7 @@ class SqliteEventStore(EventStoreBase):
         key = (tenant, namespace, session_id)
 
         def work(conn: sqlite3.Connection) -> SessionRecord:
-            with _transaction(conn):
+            with transaction(conn):
                 conn.execute(
                     "INSERT INTO sessions (tenant, namespace, session_id, status, goal, started_us, last_event_us,"
                     " events) VALUES (?, ?, ?, 'active', ?, ?, ?, 0) ON CONFLICT DO UPDATE SET status = 'active',"
@@ -279,14 +177,14 @@ class SqliteEventStore(EventStoreBase):
             assert record is not None
             return record
 
-        return await self._call(work)
+        return await self._db.call(work)
 
     async def _mark_extracted(self, tenant: str, namespace: str, session_id: str, through: str) -> None:
         query = (
             f"UPDATE sessions SET extracted_through = ? WHERE {_KEY}"
             " AND (extracted_through IS NULL OR extracted_through < ?)"
         )
-        await self._call(lambda conn: conn.execute(query, (through, tenant, namespace, session_id, through)))
+        await self._db.call(lambda conn: conn.execute(query, (through, tenant, namespace, session_id, through)))
 
     async def _end_session(
         self, tenant: str, namespace: str, session_id: str, at_us: int, reason: str, archive: str | None
@@ -294,7 +192,7 @@ class SqliteEventStore(EventStoreBase):
         key, values = (tenant, namespace, session_id), (at_us, reason, archive)
 
         def work(conn: sqlite3.Connection) -> SessionRecord | None:
-            with _transaction(conn):
+            with transaction(conn):
                 ended = conn.execute(
                     "UPDATE sessions SET status = 'ended', ended_us = ?, end_reason = ?,"
                     f" archive = COALESCE(?, archive) WHERE {_KEY} AND status = 'active'",
@@ -302,7 +200,7 @@ class SqliteEventStore(EventStoreBase):
                 ).rowcount
                 return self._record(conn, key) if ended == 1 else None
 
-        return await self._call(work)
+        return await self._db.call(work)
 
     async def _idle_sessions(self, tenant: str, before_us: int, limit: int) -> list[SessionRecord]:
         query = (
@@ -310,31 +208,31 @@ class SqliteEventStore(EventStoreBase):
             " ORDER BY last_event_us, namespace, session_id LIMIT ?"
         )
         args = (tenant, before_us, limit)
-        rows = await self._call(lambda conn: conn.execute(query, args).fetchall())
+        rows = await self._db.call(lambda conn: conn.execute(query, args).fetchall())
         return [_session_of(row) for row in rows]
 
     async def tenants(self) -> list[str]:
-        rows = await self._call(lambda conn: conn.execute("SELECT DISTINCT tenant FROM sessions").fetchall())
+        rows = await self._db.call(lambda conn: conn.execute("SELECT DISTINCT tenant FROM sessions").fetchall())
         return sorted(row[0] for row in rows)
 
     async def _purge(self, tenant: str, namespace: str) -> EventCounts:
         where = (tenant, namespace)
 
         def work(conn: sqlite3.Connection) -> EventCounts:
-            with _transaction(conn):
+            with transaction(conn):
                 events = conn.execute("DELETE FROM events WHERE tenant = ? AND namespace = ?", where).rowcount
                 sessions = conn.execute("DELETE FROM sessions WHERE tenant = ? AND namespace = ?", where).rowcount
             # the write-ahead log still holds the pages as they were before: copy it back and empty it (an erasure)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return EventCounts(events, sessions)
 
-        return await self._call(work)
+        return await self._db.call(work)
 
     async def _erase_subject(self, tenant: str, subject: str) -> tuple[EventCounts, list[Pair]]:
         probe = '"subject":' + model.dump_json(subject, "subject")
 
         def work(conn: sqlite3.Connection) -> tuple[EventCounts, list[Pair]]:
-            with _transaction(conn):
+            with transaction(conn):
                 # a body the subject recorded holds `probe` (`model.encode_event`), which narrows the scan; the
                 # decoded body decides (the text may also be in another event's metadata)
                 candidates = conn.execute(
@@ -365,13 +263,13 @@ class SqliteEventStore(EventStoreBase):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # no erased text left in the write-ahead log
             return EventCounts(len(doomed), sessions), sorted(per_session)
 
-        return await self._call(work)
+        return await self._db.call(work)
 
     async def _import(
         self, tenant: str, events: Sequence[Event], sessions: Sequence[SessionRecord], unlisted: set[Pair]
     ) -> EventCounts:
         def work(conn: sqlite3.Connection) -> EventCounts:
-            with _transaction(conn):
+            with transaction(conn):
                 touched = {pair for pair in unlisted if self._record(conn, (tenant, *pair)) is None}
                 new_sessions = sum(conn.execute(*_put_session(tenant, record)).rowcount for record in sessions)
                 new_events = 0
@@ -383,11 +281,11 @@ class SqliteEventStore(EventStoreBase):
                             conn.execute(_TOUCH, (tenant, event.namespace, event.session_id, recorded, recorded, 1))
             return EventCounts(new_events, new_sessions)
 
-        return await self._call(work)
+        return await self._db.call(work)
 
     async def _expire(self, before_us: int) -> EventCounts:
         def trim(conn: sqlite3.Connection) -> int:
-            with _transaction(conn):
+            with transaction(conn):
                 return conn.execute(
                     "DELETE FROM events WHERE rowid IN (SELECT e.rowid FROM events e JOIN sessions s ON"
                     " s.tenant = e.tenant AND s.namespace = e.namespace AND s.session_id = e.session_id"
@@ -396,7 +294,7 @@ class SqliteEventStore(EventStoreBase):
                 ).rowcount
 
         def drop_sessions(conn: sqlite3.Connection) -> int:
-            with _transaction(conn):
+            with transaction(conn):
                 conn.execute(
                     "UPDATE sessions SET archive = NULL WHERE status = 'ended' AND ended_us < ?"
                     " AND archive IS NOT NULL",
@@ -411,23 +309,17 @@ class SqliteEventStore(EventStoreBase):
 
         dropped = 0
         while True:  # in batches, each its own transaction, so requests are served in between
-            batch = await self._call(trim)
+            batch = await self._db.call(trim)
             dropped += batch
             if batch < _EXPIRE_BATCH:
                 break
-        return EventCounts(dropped, await self._call(drop_sessions))
+        return EventCounts(dropped, await self._db.call(drop_sessions))
 
     async def ping(self) -> None:
-        await self._call(lambda conn: conn.execute("SELECT 1").fetchone())
+        await self._db.call(lambda conn: conn.execute("SELECT 1").fetchone())
 
     async def close(self) -> None:
-        def work() -> None:
-            with self._lock:
-                if self._conn is not None:
-                    self._conn.close()
-                    self._conn = None
-
-        await anyio.to_thread.run_sync(work)
+        await self._db.close()
 
 
 def _put_session(tenant: str, record: SessionRecord) -> tuple[str, tuple[Any, ...]]:

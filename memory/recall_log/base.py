@@ -15,23 +15,12 @@ from datetime import datetime, timedelta
 from itertools import islice
 
 from memory.clock import Clock
-from memory.errors import InvalidArgument, NamespaceForbidden
+from memory.errors import InvalidArgument
 from memory.recall_log.store import DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_ENTRIES, RecallLog, RecallLogEntry
 from memory.scope import NamespaceScope
+from memory.validation import check_admin
 
 Pick = Callable[[RecallLogEntry], bool]
-
-
-def check_reader(scope: NamespaceScope, limit: int) -> None:
-    if not scope.admin:
-        raise NamespaceForbidden("reading the recall log needs an admin scope")
-    if limit < 1:
-        raise InvalidArgument("limit must be at least 1")
-
-
-def check_eraser(scope: NamespaceScope) -> None:
-    if not scope.admin:
-        raise NamespaceForbidden("erasing from the recall log needs an admin scope")
 
 
 def named_namespaces(entry: RecallLogEntry) -> set[str]:
@@ -88,8 +77,10 @@ class RecallLogBase(RecallLog, ABC):
         session_id: str | None = None,
         subject: str | None = None,
     ) -> list[RecallLogEntry]:
-        check_reader(scope, limit)
-        newest_first = await self._newest_first(scope.tenant)
+        tenant = check_admin(scope, "reading the recall log")
+        if limit < 1:
+            raise InvalidArgument("limit must be at least 1")
+        newest_first = await self._newest_first(tenant)
         cutoff = self._cutoff()
         return list(islice((e for e in newest_first if e.at >= cutoff and matches(e, session_id, subject)), limit))
 
@@ -101,11 +92,11 @@ class RecallLogBase(RecallLog, ABC):
         subjects: Collection[str] = (),
         memory_ids: Collection[str] = (),
     ) -> int:
-        check_eraser(scope)
+        tenant = check_admin(scope, "erasing from the recall log")
         if not (namespaces or subjects or memory_ids):
             return 0
         names, who, ids = frozenset(namespaces), frozenset(subjects), frozenset(memory_ids)
-        return await self._remove(scope.tenant, lambda entry: erasable(entry, names, who, ids))
+        return await self._remove(tenant, lambda entry: erasable(entry, names, who, ids))
 
     @abstractmethod
     async def _newest_first(self, tenant: str) -> Iterable[RecallLogEntry]:

@@ -11,7 +11,7 @@ Qdrant server: one collection per model as before; a re-embedding points an alia
 (`memory.stores.qdrant_alias`, kept apart so a core install without qdrant-client never imports it).
 
 Every other index of the deployment (the retired one, or one a crashed migration left behind) is kept until
-a drop removes it (`gateway.services.reembed.Reembedder.drop_old`).
+a drop removes it (`memory.reembed.migration.Migration.drop_old`).
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
 
 from memory.clock import Clock
-from memory.errors import NamespaceForbidden
 from memory.models import Turn, WorkingMemory
 from memory.ports import WorkingMemoryStore
 from memory.scope import NamespaceScope, validate_namespace
+from memory.validation import check_admin, check_granted
 
 
 class SessionKey(NamedTuple):
@@ -28,17 +28,7 @@ class SessionKey(NamedTuple):
 
 def check_access(scope: NamespaceScope, namespace: str, session_id: str, *, write: bool) -> SessionKey:
     """The session's key if the scope grants its namespace for this access; the check of every session call."""
-    allowed = scope.can_write(namespace) if write else scope.can_read(namespace)
-    if not allowed:
-        raise NamespaceForbidden(f"namespace not {'writable' if write else 'readable'} with this token")
-    return SessionKey(scope.tenant, validate_namespace(namespace), session_id)
-
-
-def check_admin(scope: NamespaceScope, action: str) -> str:
-    """The tenant of an admin scope (`NamespaceForbidden` for any other scope)."""
-    if not scope.admin:
-        raise NamespaceForbidden(f"{action} needs an admin scope")
-    return scope.tenant
+    return SessionKey(scope.tenant, check_granted(scope, namespace, write=write), session_id)
 
 
 class WorkingMemoryBase(WorkingMemoryStore, ABC):

@@ -35,7 +35,7 @@ from urllib.parse import quote, unquote
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 
-from memory.clients.redis_errors import redis_errors
+from memory.clients.redis_errors import RedisBacked, redis_errors
 from memory.clock import Clock
 from memory.errors import BackendUnavailable, InvalidArgument
 from memory.models import Turn, WorkingMemory
@@ -145,8 +145,10 @@ def _redis_key(key: SessionKey) -> str:
     return f"{_prefix(key.tenant)}{key.namespace}:{quote(key.session_id, safe='')}"
 
 
-class RedisWorkingMemory(WorkingMemoryBase):
+class RedisWorkingMemory(RedisBacked, WorkingMemoryBase):
     """`WorkingMemoryStore` on Redis; same semantics as `InProcessWorkingMemory`, safe across replicas."""
+
+    backend = "working memory"
 
     def __init__(self, client: redis.asyncio.Redis | RedisCluster, clock: Clock) -> None:
         super().__init__(clock)
@@ -291,14 +293,6 @@ class RedisWorkingMemory(WorkingMemoryBase):
             namespace, _, session_id = key[len(prefix) :].rpartition(":")
             written.append((namespace, unquote(session_id)))
         return written
-
-    async def ping(self) -> None:
-        with redis_errors("working memory"):
-            await self._client.ping()
-
-    async def close(self) -> None:
-        with redis_errors("working memory"):
-            await self._client.aclose()
 
 
 def _ttl_ms(ttl_seconds: int) -> int:
