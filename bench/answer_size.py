@@ -15,13 +15,12 @@ import json
 import statistics
 import sys
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, stage_main
 from gateway.evaluation import locomo
 from gateway.evaluation.target import eval_settings, in_process
 from memory.text.tokens import count_tokens
@@ -114,17 +113,8 @@ def render(figures: dict[str, Any]) -> str:
     lines += ["", "| token_budget | answer tokens (median) | largest |", "| ---: | ---: | ---: |"]
     for budget, spent in figures["budgets"].items():
         lines.append(f"| {budget} | {statistics.median(spent):.0f} | {max(spent)} |")
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main("answer_size", __doc__ or "", measure, render, write_section, argv)
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("answer_size", __doc__, measure, render, BEGIN, END))

@@ -16,13 +16,12 @@ import json
 import statistics
 import sys
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, opening, stage_main
 from gateway.services.runtime import scoring_weights
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
@@ -118,10 +117,7 @@ async def measure(quick: bool = False, workdir: Path | None = None) -> dict[str,
 
 def render(rows: dict[str, Any]) -> str:
     lines = [
-        BEGIN,
-        HEADING,
-        "",
-        "`python -m bench.as_of`: " + (__doc__ or "").split("\n\n", 1)[1].replace("\n", " "),
+        *opening(BEGIN, HEADING, "as_of", __doc__),
         "",
         "| language, part | questions | as_of hit@1 | as_of hit@3 | present hit@1 | present hit@3 "
         "| replacements made / labelled |",
@@ -144,17 +140,8 @@ def render(rows: dict[str, Any]) -> str:
             "",
             "Questions whose answer as of the date was not first: " + "; ".join(f"{i} “{q}”" for i, q in missed) + ".",
         ]
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main("as_of", __doc__ or "", measure, render, write_section, argv)
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("as_of", __doc__, measure, render, BEGIN, END))

@@ -39,7 +39,7 @@ from mcp_types import TextContent
 from bench.budget_text import Bm25Lines, evidence_delivered, overhead_per_hit, previous_answer, tool_tokens
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, stage_main
 from gateway.cli.errors import http_client
 from gateway.evaluation import locomo, memorybank
 from gateway.evaluation.formats import BY_NAME, TurnFormat
@@ -53,6 +53,7 @@ from tenancy import mint_token
 
 BEGIN = "<!-- bench:budget:begin -->"
 END = "<!-- bench:budget:end -->"
+QUICK_HELP = "one LoCoMo conversation (a sample of its questions) and a few MemoryBank users (~2 minutes)"
 HEADING = "## Evidence delivered within a token budget"
 BUDGETS = (250, 500)
 SYSTEMS = ("new", "previous", "bm25 lines")
@@ -258,18 +259,8 @@ def render(figures: dict[str, Any]) -> str:
     for label, data in figures["datasets"].items():
         overhead = data["overhead"]
         lines.append(f"| {label} | {_spread(overhead['default'])} | {_spread(overhead['context'])} |")
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    quick = "one LoCoMo conversation (a sample of its questions) and a few MemoryBank users (~2 minutes)"
-    return stage_main("budget", __doc__ or "", measure, render, write_section, argv, quick_help=quick)
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("budget", __doc__, measure, render, BEGIN, END, quick_help=QUICK_HELP))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -31,53 +31,34 @@ PATHS = ("mcp", "service", "store", "engine", "embed")
 
 @dataclass
 class Config:
-    sizes: tuple[int, ...]
-    queries: int
-    warmup: int
-    fanout: tuple[int, ...]
-    concurrency: tuple[int, ...]
-    load_seconds: float
-    writes: int
-    concurrent_writes: int
-    write_workers: int
-    write_clients: int
-    batch: int
-    profile_seconds: float
-    quick: bool
+    """A run's sizes, counts and places; the defaults are `make bench`'s."""
+
     out: Path
-    workdir: Path | None
-    keep: bool
+    sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
+    queries: int = 300
+    warmup: int = 30
+    fanout: tuple[int, ...] = (1, 10, 50)
+    concurrency: tuple[int, ...] = (1, 8, 32)
+    load_seconds: float = 10.0
+    writes: int = 200
+    concurrent_writes: int = 2_000
+    write_workers: int = 16
+    write_clients: int = 8
+    batch: int = 1_000
+    profile_seconds: float = 12.0
+    quick: bool = False
+    workdir: Path | None = None
+    keep: bool = False
     render_only: bool = False
     stages: bool = True  # the sections measured after the report (`bench.run.STAGES`)
     server_env: dict[str, str] = field(default_factory=dict)  # `--env`: HINDSIGHT_* settings of every server
     compare_env: dict[str, str] = field(default_factory=dict)  # `--compare-env`: the raw-client phase again with these
 
 
-def full_config(out: Path) -> Config:
-    return Config(
-        sizes=(1_000, 10_000, 100_000),
-        queries=300,
-        warmup=30,
-        fanout=(1, 10, 50),
-        concurrency=(1, 8, 32),
-        load_seconds=10.0,
-        writes=200,
-        concurrent_writes=2_000,
-        write_workers=16,
-        write_clients=8,
-        batch=1_000,
-        profile_seconds=12.0,
-        quick=False,
-        out=out,
-        workdir=None,
-        keep=False,
-    )
-
-
 def quick_config(out: Path) -> Config:
     """The same phases on small sizes with short runs (`make bench-quick`, the smoke test)."""
-    return replace(
-        full_config(out),
+    return Config(
+        out,
         sizes=(500, 2_000),
         queries=30,
         warmup=5,

@@ -40,7 +40,7 @@ from pathlib import Path
 from bench.config import settings_for
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
-from bench.sections import replace_section, stage_main
+from bench.sections import stage_main
 from bench.stats import paired_bootstrap_interval
 from gateway.evaluation import locomo, memorybank
 from gateway.evaluation.metrics import recall_at
@@ -59,6 +59,7 @@ from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 BEGIN = "<!-- bench:consolidation-quality:begin -->"
 END = "<!-- bench:consolidation-quality:end -->"
+QUICK_HELP = "two MemoryBank users per language and three sessions of the first LoCoMo conversation"
 HEADING = "## Consolidation: semantic memories a person would write, English and Chinese"
 SUBJECT = "consolidation-eval"
 TOP_K = 10
@@ -331,21 +332,5 @@ def render(figures: Figures) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main(
-        "consolidation_quality",
-        __doc__ or "",
-        measure,
-        render,
-        write_section,
-        argv,
-        quick_help="two MemoryBank users per language and three sessions of the first LoCoMo conversation",
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("consolidation_quality", __doc__, measure, render, BEGIN, END, quick_help=QUICK_HELP))

@@ -13,13 +13,12 @@ statement the rules write for each cluster the default finds in the blind set.""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, opening, stage_main
 from gateway.evaluation.consolidation_labels import LABELS, WORDS, WORDS_BLIND, load, score
 from memory.consolidation import clusters_of, core_terms, policy_for, topics_of
 from memory.consolidation.calibration import calibrated, topic_vectors
@@ -77,10 +76,7 @@ async def measure(quick: bool = False, workdir: Path | None = None) -> dict[str,
 
 def render(figures: dict[str, Any]) -> str:
     lines = [
-        BEGIN,
-        HEADING,
-        "",
-        "`python -m bench.consolidation_words`: " + (__doc__ or "").split("\n\n", 1)[1].replace("\n", " "),
+        *opening(BEGIN, HEADING, "consolidation_words", __doc__),
         "",
         "| domain weight | set | embedder | language | false merges | pair recall | groups found whole |",
         "| ---: | --- | --- | --- | ---: | ---: | ---: |",
@@ -93,17 +89,8 @@ def render(figures: dict[str, Any]) -> str:
         if written:
             lines += ["", f"Statements the rules write for the blind set's clusters ({language}, default embedder):"]
             lines += [f"- {text}" for text in written]
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main("consolidation_words", __doc__ or "", measure, render, write_section, argv)
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("consolidation_words", __doc__, measure, render, BEGIN, END))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from memory.ids import content_hash, new_memory_id
@@ -318,29 +318,51 @@ class CorpusGenerator:
             self._next += 1
             created = EPOCH - timedelta(minutes=rng.randrange(0, 180 * 24 * 60))
             episodic = rng.random() < 0.7
-            yield Memory(
-                id=new_memory_id(int(created.timestamp() * 1000)),
-                tenant=TENANT,
-                namespace=self._namespaces[index % NAMESPACE_COUNT],
-                kind=MemoryKind.EPISODIC if episodic else MemoryKind.SEMANTIC,
-                content=text,
-                importance=round(rng.uniform(0.1, 0.9), 2),
-                created_at=created,
-                updated_at=created,
-                last_accessed_at=None,
-                access_count=0,
-                expires_at=None,
-                deleted_at=None,
-                supersedes=[],
-                superseded_by=None,
-                origin_id=None,
-                session_id=f"s-{index // 40}" if episodic else None,
+            memory = fresh_memory(
+                TENANT,
+                self._namespaces[index % NAMESPACE_COUNT],
+                text,
+                created,
                 source=Source(subject=SUBJECT, request_id=None, tool="bench"),
-                tags=rng.sample(("work", "home", "travel", "health", "money", "family", "infra"), rng.randint(0, 2)),
-                metadata={},
                 embedding_model=embedding_model,
-                content_hash=content_hash(text),
             )
+            yield replace(
+                memory,
+                kind=MemoryKind.EPISODIC if episodic else MemoryKind.SEMANTIC,
+                importance=round(rng.uniform(0.1, 0.9), 2),
+                session_id=f"s-{index // 40}" if episodic else None,
+                tags=rng.sample(("work", "home", "travel", "health", "money", "family", "infra"), rng.randint(0, 2)),
+            )
+
+
+def fresh_memory(
+    tenant: str, namespace: str, content: str, created: datetime, *, source: Source, embedding_model: str
+) -> Memory:
+    """An episodic memory as a store first holds it, of middling importance, in no session and untagged: never
+    read, expiring, deleted, superseded or shared; its id from its creation time, its hash from its content."""
+    return Memory(
+        id=new_memory_id(int(created.timestamp() * 1000)),
+        tenant=tenant,
+        namespace=namespace,
+        kind=MemoryKind.EPISODIC,
+        content=content,
+        importance=0.5,
+        created_at=created,
+        updated_at=created,
+        last_accessed_at=None,
+        access_count=0,
+        expires_at=None,
+        deleted_at=None,
+        supersedes=[],
+        superseded_by=None,
+        origin_id=None,
+        session_id=None,
+        source=source,
+        tags=[],
+        metadata={},
+        embedding_model=embedding_model,
+        content_hash=content_hash(content),
+    )
 
 
 def word_count_summary(sample: list[str]) -> tuple[int, int, int]:

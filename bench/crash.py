@@ -238,31 +238,26 @@ class Driver:
 
     async def stored(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Every memory and event of the run, read back through the API."""
-        memories: list[dict[str, Any]] = []
         events: list[dict[str, Any]] = []
         async with httpx2.AsyncClient(timeout=120.0) as http:
-            cursor: str | None = None
-            while True:
-                arguments: dict[str, Any] = {"limit": 200, "include_deleted": True}
-                if cursor is not None:
-                    arguments["cursor"] = cursor
-                page = (await self.call(http, "list_memories", arguments)).answer
-                memories += page["memories"]
-                cursor = page["next_cursor"]
-                if cursor is None:
-                    break
+            memories = await self.listed(http, "list_memories", {"include_deleted": True}, "memories", "cursor")
             for session in sorted(self.sessions):
-                after: str | None = None
-                while True:
-                    query: dict[str, Any] = {"session_id": session, "limit": 200}
-                    if after is not None:
-                        query["after"] = after
-                    listed = (await self.call(http, "list_events", query)).answer
-                    events += listed["events"]
-                    after = listed["next_cursor"]
-                    if after is None:
-                        break
+                events += await self.listed(http, "list_events", {"session_id": session}, "events", "after")
         return memories, events
+
+    async def listed(
+        self, http: httpx2.AsyncClient, tool: str, arguments: dict[str, Any], items: str, cursor_argument: str
+    ) -> list[dict[str, Any]]:
+        """Every item of a listing tool, 200 a page: called again with each page's `next_cursor` (passed as
+        `cursor_argument`) until a page has none."""
+        found: list[dict[str, Any]] = []
+        query: dict[str, Any] = {"limit": 200, **arguments}
+        while True:
+            page = (await self.call(http, tool, query)).answer
+            found += page[items]
+            if page["next_cursor"] is None:
+                return found
+            query = {**query, cursor_argument: page["next_cursor"]}
 
     def report(self, memories: list[dict[str, Any]], events: list[dict[str, Any]]) -> dict[str, KindReport]:
         stored: dict[str, list[tuple[str | None, str]]] = {

@@ -16,13 +16,12 @@ import json
 import statistics
 import sys
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, stage_main
 from gateway.evaluation.metrics import recall_at, reciprocal_rank
 from gateway.services.runtime import scoring_weights
 from memory.clock import ManualClock
@@ -131,17 +130,8 @@ def render(results: dict[str, Any]) -> str:
             rows = groups[group]
             means = [statistics.fmean(r[i] for r in rows) for i in range(3)]
             lines.append(f"| {name} | {group} | {len(rows)} | " + " | ".join(f"{m:.3f}" for m in means) + " |")
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main("crosslingual", __doc__ or "", measure, render, write_section, argv)
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("crosslingual", __doc__, measure, render, BEGIN, END))

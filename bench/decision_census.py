@@ -36,14 +36,13 @@ import anyio
 from bench.decision_set import DATASETS, WRITER, header_time, memorybank, memorybank_time, parse_locomo_time, read_json
 from bench.decision_set import locomo_facts as locomo_facts_of
 from bench.decisions import read_decision
+from bench.scopes import agent_scope
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.models import WriteStatus
 from memory.requests import WriteRequest
-from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
-from tenancy import SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 ARRIVAL = timedelta(seconds=1)
 COMPANION = "companion"  # the subject that writes MemoryBank's responses
@@ -109,17 +108,6 @@ def corpus(name: str, root: Path = DATASETS) -> list[Said]:
     return list(memorybank_dialogue(name.replace("-", "_"), root))
 
 
-def _scope(namespaces: Sequence[str], subject: str) -> NamespaceScope:
-    principal = Principal(
-        subject=subject,
-        tenant="census",
-        read_namespaces=tuple(namespaces),
-        write_namespaces=tuple(namespaces),
-        scopes=frozenset({SCOPE_READ, SCOPE_WRITE}),
-    )
-    return scope_for(principal)
-
-
 def memory_of(said: Said) -> dict[str, Any]:
     """The reference of `said` as a memory of a case: its turn, and its writer when not the default."""
     return {"ref": said.ref} | ({"subject": said.subject} if said.subject != WRITER else {})
@@ -128,7 +116,7 @@ def memory_of(said: Said) -> dict[str, Any]:
 async def census(turns: Sequence[Said], service: MemoryService, clock: ManualClock) -> list[dict[str, Any]]:
     """Every write of `turns` that hid something, as an unlabelled case."""
     namespaces = sorted({t.namespace for t in turns})
-    scopes = {s: _scope(namespaces, s) for s in {t.subject for t in turns}}
+    scopes = {s: agent_scope("census", s, namespaces) for s in {t.subject for t in turns}}
     written: dict[str, Said] = {}  # memory id -> the turn that created it
     found: list[dict[str, Any]] = []
     for said in turns:

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bench.decision_set import DATASETS, header_time, memorybank, memorybank_time, parse_locomo_time, read_json
+from bench.scopes import agent_scope
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.lifecycle.hidden import is_in_state, plan_until
@@ -28,7 +29,6 @@ from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
-from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 TENANT = "corpora"
 ARRIVAL = timedelta(seconds=1)
@@ -80,17 +80,6 @@ def memorybank_turns(dataset: str, root: Path = DATASETS) -> Iterator[Turn]:
                 yield Turn(f"{dataset}:{number}", subject, turn["query"], memorybank_time(day, index))
 
 
-def _scope(namespaces: Sequence[str]) -> NamespaceScope:
-    principal = Principal(
-        subject="corpora",
-        tenant=TENANT,
-        read_namespaces=tuple(namespaces),
-        write_namespaces=tuple(namespaces),
-        scopes=frozenset({SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN}),
-    )
-    return scope_for(principal)
-
-
 async def _listed(store: EdgeVectorStore, scope: NamespaceScope, namespace: str) -> list[Memory]:
     found: list[Memory] = []
     after: str | None = None
@@ -106,7 +95,7 @@ async def ingest(
 ) -> Hidden:
     hidden = Hidden(name)
     namespaces = list(dict.fromkeys(t.namespace for t in turns))
-    scope = _scope(namespaces)
+    scope = agent_scope(TENANT, "corpora", namespaces, admin=True)
     ended: dict[str, datetime] = {}
     for turn in turns:
         clock.set(turn.at + ARRIVAL)

@@ -32,16 +32,15 @@ import anyio
 from bench import decision_corpora
 from bench.decision_set import FORMATS, KINDS, LANGUAGES, REPO, WRITER, Case, load
 from bench.procinfo import git_commit
-from bench.sections import replace_section
+from bench.scopes import agent_scope
+from bench.sections import closing, replace_section
 from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.models import WriteOutcome, WriteStatus
 from memory.requests import WriteRequest
-from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from memory.write import linking
-from tenancy import SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 BEGIN = "<!-- bench:decisions:begin -->"
 END = "<!-- bench:decisions:end -->"
@@ -103,17 +102,6 @@ class Judged:
         return self.hit(expected) and (expected == "keep" or self.got.kinds == (expected,))
 
 
-def _scope(namespace: str) -> NamespaceScope:
-    principal = Principal(
-        subject=WRITER,
-        tenant=TENANT,
-        read_namespaces=(namespace,),
-        write_namespaces=(namespace,),
-        scopes=frozenset({SCOPE_READ, SCOPE_WRITE}),
-    )
-    return scope_for(principal)
-
-
 def _request(case: Case, index: int, namespace: str) -> WriteRequest:
     memory = case.statement if index == len(case.earlier) else case.earlier[index]
     return WriteRequest(
@@ -160,7 +148,7 @@ def read_decision(outcome: WriteOutcome, earlier_ids: Sequence[str]) -> Got:
 
 async def run_case(service: MemoryService, clock: ManualClock, case: Case, namespace: str) -> Got:
     """The case's earlier memories, then its statement, each written one second after its own time."""
-    scope = _scope(namespace)
+    scope = agent_scope(TENANT, WRITER, [namespace])
     ids: list[str] = []
     for index, memory in enumerate((*case.earlier, case.statement)):
         clock.set(memory.at + ARRIVAL)
@@ -357,13 +345,7 @@ def render(results: DecisionResults) -> str:
     lines += [_row(["case", "lang", "expected", "got", "pipeline's reason"]), _row(["---"] * 5)]
     for j in results.wrong:
         lines.append(_row([j.case.id, j.case.lang, _expected(j.case), j.got.label, _cell(j.got.reason)]))
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Put `section` into `path`, replacing an earlier decisions section and keeping everything else."""
-    replace_section(path, section, BEGIN, END)
+    return closing(lines, END)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -383,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(render(results))
     if args.out is not None:
-        write_section(args.out, render(results))
+        replace_section(args.out, render(results), BEGIN, END)
     return 0
 
 
@@ -391,4 +373,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["BEGIN", "END", "HEADING", "REPO", "DecisionResults", "judge", "measure", "render", "write_section"]
+__all__ = ["BEGIN", "END", "HEADING", "REPO", "DecisionResults", "judge", "measure", "render"]

@@ -18,7 +18,6 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from bench.config import loader_scope, reader_token, settings_for, start_server
 from bench.decision_set import DATASETS
 from bench.mcp_load import mcp_client, recall_latency
 from bench.procinfo import load_average
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, stage_main
 from bench.stats import Samples, ms, ratio
 from gateway.services.assembly import open_runtime
 from memory.clock import ManualClock
@@ -38,6 +37,7 @@ from memory.requests import RecallRequest, WriteRequest
 
 BEGIN = "<!-- bench:embedder-cost:begin -->"
 END = "<!-- bench:embedder-cost:end -->"
+QUICK_HELP = "500 memories, 20 writes and 20 recalls per language instead of 10,000, 100 and 100"
 HEADING = "## Embedders: what a write and a recall cost, English and Chinese"
 BATCH = 64
 QUERIES = 100
@@ -152,25 +152,8 @@ def render(results: dict[str, Any]) -> str:
             f"{ms(zh.p50)} / {ms(zh.p99)} | {ms(mcp_en.p50)} / {ms(mcp_en.p99)} | "
             f"{ms(mcp_zh.p50)} / {ms(mcp_zh.p99)} | {ratio_en:.2f} / {ratio_zh:.2f} |"
         )
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main(
-        "embedder_cost",
-        __doc__ or "",
-        measure,
-        render,
-        write_section,
-        argv,
-        quick_help="500 memories, 20 writes and 20 recalls per language instead of 10,000, 100 and 100",
-    )
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("embedder_cost", __doc__, measure, render, BEGIN, END, quick_help=QUICK_HELP))

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.decision_set import DATASETS
-from bench.sections import replace_section, stage_main
+from bench.sections import stage_main
 from gateway.evaluation import locomo
 from gateway.evaluation.formats import HEADER
 from gateway.evaluation.results import EvalReport
@@ -35,6 +35,7 @@ BEGIN = "<!-- bench:expired-plans:begin -->"
 END = "<!-- bench:expired-plans:end -->"
 HEADING = "## Passed plans: how much they weigh in recall"
 QUICK_SESSIONS = 3  # --quick: the first sessions of the first conversation
+QUICK_HELP = f"only the first {QUICK_SESSIONS} sessions of the first conversation"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
@@ -85,10 +86,6 @@ def render(result: Sequence[tuple[float, EvalReport]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
 async def measure(quick: bool = False, workdir: Path | None = None) -> list[tuple[float, EvalReport]]:
     conversations = locomo.load(DATASETS / "locomo" / "locomo10-dev.json")
     if quick:  # the first sessions of the first conversation: the smoke run checks the section, not the figure
@@ -98,17 +95,5 @@ async def measure(quick: bool = False, workdir: Path | None = None) -> list[tupl
         return [(weight, await run_one(conversations, weight, Path(tmp))) for weight in WEIGHTS]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main(
-        "expired_plans",
-        __doc__ or "",
-        measure,
-        render,
-        write_section,
-        argv,
-        quick_help=f"only the first {QUICK_SESSIONS} sessions of the first conversation",
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("expired_plans", __doc__, measure, render, BEGIN, END, quick_help=QUICK_HELP))

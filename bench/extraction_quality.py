@@ -41,7 +41,7 @@ from pathlib import Path
 from bench.config import settings_for
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, stage_main
 from bench.stats import paired_bootstrap_interval
 from gateway.evaluation import locomo, memorybank
 from gateway.evaluation.formats import OCCURRED_AT_ONLY, PLAIN, TurnFormat
@@ -78,6 +78,7 @@ APART_SESSION = "session-{}-extracted"  # the variant: a session of their own, b
 METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr")
 QUICK_SESSIONS = 3  # --quick: the first LoCoMo conversation's first sessions
 QUICK_USERS = 3  # --quick: the first MemoryBank users
+QUICK_HELP = f"the first LoCoMo conversation's first {QUICK_SESSIONS} sessions, {QUICK_USERS} MemoryBank users"
 EXAMPLES = 4  # lost questions shown per language
 
 
@@ -588,25 +589,8 @@ def render(figures: Figures) -> str:
         if lang.key == "en":
             lines += _category_table(lang)
         lines += _examples(lang)
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main(
-        "extraction_quality",
-        __doc__ or "",
-        measure,
-        render,
-        write_section,
-        argv,
-        quick_help=f"the first LoCoMo conversation's first {QUICK_SESSIONS} sessions, {QUICK_USERS} MemoryBank users",
-    )
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("extraction_quality", __doc__, measure, render, BEGIN, END, quick_help=QUICK_HELP))

@@ -479,11 +479,6 @@ def _max(samples: Samples) -> float:
     return max(samples.values) * 1000 if samples.values else float("nan")
 
 
-def write_section(path: Path, section: str) -> None:
-    """Put `section` into `path`, replacing an earlier fairness section and keeping everything else."""
-    replace_section(path, section, BEGIN, END)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fairness", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter attacks and a smaller corpus")
@@ -498,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     section = render(figures)
     print(section)
     if not args.no_write:
-        write_section(args.out, section)
+        replace_section(args.out, section, BEGIN, END)
     return 0
 
 

@@ -23,25 +23,24 @@ from pathlib import Path
 
 import anyio
 
+from bench.corpus import fresh_memory
 from bench.hostile_inputs import FAMILIES
 from bench.procinfo import load_average
-from bench.sections import replace_section
+from bench.scopes import agent_scope
+from bench.sections import closing, replace_section
 from memory.clock import SystemClock
 from memory.embedders import WordLlamaEmbedder
 from memory.embedders.sparse import Bm25Encoder
-from memory.ids import content_hash, new_memory_id
-from memory.models import Memory, MemoryKind, Source
+from memory.models import Memory, Source
 from memory.pipeline import claims, conflict, density, expiry, importance
 from memory.pipeline.analysis import analyse_query, analyse_write
 from memory.pipeline.settings import PipelineSettings
 from memory.recall.cues import query_cues, states_time
 from memory.requests import RecallRequest, WriteRequest
-from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from memory.text.budget import CpuBudget
 from memory.text.words import split_speaker, tokenize
-from tenancy import SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 BEGIN = "<!-- bench:hostile:begin -->"
 END = "<!-- bench:hostile:end -->"
@@ -58,28 +57,13 @@ def _candidates(text: str) -> list[tuple[Memory, float]]:
     """16 stored memories of the same hostile text (distinct endings), all close to it."""
     return [
         (
-            Memory(
-                id=new_memory_id(int(REFERENCE.timestamp() * 1000)),
-                tenant=TENANT,
-                namespace="user:hostile",
-                kind=MemoryKind.EPISODIC,
-                content=f"{text[:-2]}{i:02d}",
-                importance=0.5,
-                created_at=REFERENCE,
-                updated_at=REFERENCE,
-                last_accessed_at=None,
-                access_count=0,
-                expires_at=None,
-                deleted_at=None,
-                supersedes=[],
-                superseded_by=None,
-                origin_id=None,
-                session_id=None,
+            fresh_memory(
+                TENANT,
+                "user:hostile",
+                f"{text[:-2]}{i:02d}",
+                REFERENCE,
                 source=Source(subject="bench"),
-                tags=[],
-                metadata={},
                 embedding_model="bench",
-                content_hash=content_hash(f"{text[:-2]}{i:02d}"),
             ),
             0.95,
         )
@@ -156,22 +140,11 @@ def measure_functions(results: HostileResults, families: dict[str, str]) -> None
             per_family[family] = cost
 
 
-def _scope(namespaces: Sequence[str]) -> NamespaceScope:
-    principal = Principal(
-        subject="hostile-agent",
-        tenant=TENANT,
-        read_namespaces=tuple(namespaces),
-        write_namespaces=tuple(namespaces),
-        scopes=frozenset({SCOPE_READ, SCOPE_WRITE}),
-    )
-    return scope_for(principal)
-
-
 async def measure_service(results: HostileResults, families: dict[str, str], workdir: Path) -> None:
     """Each family written `runs` times (distinct endings, so no write is an exact repeat) into a namespace of
     its own, then recalled with the hostile text as the query (its first 2,000 characters: the query limit)."""
     namespaces = {family: f"user:hostile-{i}" for i, family in enumerate(families)}
-    scope = _scope(list(namespaces.values()))
+    scope = agent_scope(TENANT, "hostile-agent", list(namespaces.values()))
     writes, recalls = results.service.setdefault("write", {}), results.service.setdefault("recall", {})
     embedder = WordLlamaEmbedder()
     store = EdgeVectorStore.open(workdir / "vectors", model_id=embedder.model_id, dimension=embedder.dimension)
@@ -264,13 +237,7 @@ def render(results: HostileResults) -> str:
             )
         cells += [f"{max(costs[family].max for costs in said):.1f}", f"{query[family].max:.1f}"]
         lines.append(_row(cells))
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Put `section` into `path`, replacing an earlier hostile-text section and keeping everything else."""
-    replace_section(path, section, BEGIN, END)
+    return closing(lines, END)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -279,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("RESULTS.md"))
     args = parser.parse_args(argv)
     results = anyio.run(measure, args.quick)
-    write_section(args.out, render(results))
+    replace_section(args.out, render(results), BEGIN, END)
     print(f"wrote {args.out} in {results.seconds:.0f}s")
     return 0
 

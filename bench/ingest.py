@@ -34,12 +34,13 @@ from bench.config import SECRET, start_server
 from bench.embedder_cost import chinese_texts
 from bench.mcp_load import call, mcp_client
 from bench.procinfo import load_average
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, stage_main
 from bench.stats import Samples, ms
 from tenancy import mint_token
 
 BEGIN = "<!-- bench:ingest:begin -->"
 END = "<!-- bench:ingest:end -->"
+QUICK_HELP = "600 statements instead of 10,000"
 HEADING = "## Ingestion over MCP: memories/s, one write per call and batched"
 BATCH = 256  # items per write_memories call (HINDSIGHT_MAX_BATCH_ITEMS, the default)
 CLIENTS = 8
@@ -162,19 +163,8 @@ def render(results: dict[str, Any]) -> str:
             f"| {way.label} | {way.per_second:,.0f} | {ms(way.calls.p50)} / {ms(way.calls.p99)} | "
             f"{way.server_cpu / way.memories * 1000:.2f} | {outcomes} | {way.load_start} → {way.load_end} |"
         )
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main(
-        "ingest", __doc__ or "", measure, render, write_section, argv, quick_help="600 statements instead of 10,000"
-    )
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("ingest", __doc__, measure, render, BEGIN, END, quick_help=QUICK_HELP))

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, opening, stage_main
 from memory.pipeline.injection import instruction_like
 
 BEGIN = "<!-- bench:injection:begin -->"
@@ -67,12 +66,7 @@ async def measure(quick: bool = False, workdir: Path | None = None) -> dict[str,
 
 def render(rows: dict[str, Any]) -> str:
     lines = [
-        BEGIN,
-        HEADING,
-        "",
-        "`python -m bench.injection`: " + (__doc__ or "").split("\n\n", 1)[1].replace("\n", " "),
-    ]
-    lines += [
+        *opening(BEGIN, HEADING, "injection", __doc__),
         "",
         "| part, language | ordinary | ordinary marked | attacks | attacks marked (recall) | precision |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -92,17 +86,8 @@ def render(rows: dict[str, Any]) -> str:
                 f"{key}: ordinary marked: {', '.join(rows[key]['false']) or 'none'}; attacks missed: "
                 f"{', '.join(rows[key]['missed']) or 'none'}.",
             ]
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main("injection", __doc__ or "", measure, render, write_section, argv)
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("injection", __doc__, measure, render, BEGIN, END))

@@ -158,11 +158,6 @@ def render(figures: Figures) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, section: str) -> None:
-    """Put `section` into `path`, replacing an earlier isolation section and keeping everything else."""
-    replace_section(path, section, BEGIN, END)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.isolation", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and attackers (a smoke run)")
@@ -170,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     section = render(anyio.run(measure, args.quick))
     print(section)
-    write_section(args.out, section)
+    replace_section(args.out, section, BEGIN, END)
     return 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,10 @@ async def profile_stage(cfg: Config, results: Results, data_dir: Path, log: Path
     spy = profiling.py_spy_path() is not None
     deadline_s = cfg.profile_seconds
 
+    async def profile(pid: int, title: str, drive: Callable[[], Awaitable[int]], name: str) -> None:
+        path = profile_dir / name
+        results.profiles.append(await profiling.py_spy_profile(pid, title, drive, path, attach_s=min(1.0, deadline_s)))
+
     if spy:
         say("[profile] server under MCP recall and write")
         server = await start_server(data_dir, log, cfg.server_env)
@@ -56,42 +60,20 @@ async def profile_stage(cfg: Config, results: Results, data_dir: Path, log: Path
             async with mcp_client(server.url, reader_token(all_namespaces)) as client:
                 await recall_latency(client, queries[:10], 0)  # warm
 
-                async def mcp_recalls() -> int:
-                    n, end = 0, time.perf_counter() + deadline_s
-                    while time.perf_counter() < end:
-                        await call(client, "recall_memory", {"query": queries[n % len(queries)]})
-                        n += 1
-                    return n
+                async def mcp_recall(n: int) -> None:
+                    await call(client, "recall_memory", {"query": queries[n % len(queries)]})
 
-                results.profiles.append(
-                    await profiling.py_spy_profile(
-                        server.pid,
-                        f"recall_memory over HTTP MCP, server process, {size} memories, one client",
-                        mcp_recalls,
-                        profile_dir / "server-recall.txt",
-                        attach_s=min(1.0, deadline_s),
-                    )
-                )
+                title = f"recall_memory over HTTP MCP, server process, {size} memories, one client"
+                await profile(server.pid, title, for_seconds(deadline_s, mcp_recall), "server-recall.txt")
             async with mcp_client(server.url, writer_token()) as client:
                 contents = corpus.unique_sentences(20_000 if not cfg.quick else 500, size + 4, "prof-mcp")
 
-                async def mcp_writes() -> int:
-                    n, end = 0, time.perf_counter() + deadline_s
-                    while time.perf_counter() < end and n < len(contents):
-                        arguments = {"content": contents[n], "namespace": corpus.WRITE_NAMESPACE}
-                        await call(client, "write_memory", arguments)
-                        n += 1
-                    return n
+                async def mcp_write(n: int) -> None:
+                    await call(client, "write_memory", {"content": contents[n], "namespace": corpus.WRITE_NAMESPACE})
 
-                results.profiles.append(
-                    await profiling.py_spy_profile(
-                        server.pid,
-                        f"write_memory over HTTP MCP, server process, {size} memories, one client",
-                        mcp_writes,
-                        profile_dir / "server-write.txt",
-                        attach_s=min(1.0, deadline_s),
-                    )
-                )
+                title = f"write_memory over HTTP MCP, server process, {size} memories, one client"
+                mcp_writes = for_seconds(deadline_s, mcp_write, len(contents))
+                await profile(server.pid, title, mcp_writes, "server-write.txt")
         finally:
             await anyio.to_thread.run_sync(server.stop)
 
@@ -102,43 +84,47 @@ async def profile_stage(cfg: Config, results: Results, data_dir: Path, log: Path
         for query in queries[:10]:
             await rt.memories.recall(scope, RecallRequest(query=query))
 
+        async def recall(n: int) -> None:
+            await rt.memories.recall(scope, RecallRequest(query=queries[n % len(queries)]))
+
         async def recalls() -> int:
-            n, end = 0, time.perf_counter() + deadline_s
-            while time.perf_counter() < end:
-                await rt.memories.recall(scope, RecallRequest(query=queries[n % len(queries)]))
-                n += 1
+            n = await for_seconds(deadline_s, recall)()
             await rt.memories.drain()
             return n
 
         contents = corpus.unique_sentences(20_000 if not cfg.quick else 500, size + 5, "prof-svc")
 
-        async def writes() -> int:
-            n, end = 0, time.perf_counter() + deadline_s
-            while time.perf_counter() < end and n < len(contents):
-                request = WriteRequest(content=contents[n], subject=WRITER, namespace=corpus.WRITE_NAMESPACE)
-                await rt.memories.write(wscope, request)
-                n += 1
-            return n
+        async def write(n: int) -> None:
+            request = WriteRequest(content=contents[n], subject=WRITER, namespace=corpus.WRITE_NAMESPACE)
+            await rt.memories.write(wscope, request)
 
+        writes = for_seconds(deadline_s, write, len(contents))
         recall_title = f"MemoryService.recall in process, {size} memories"
         write_title = f"MemoryService.write in process, {size} memories"
         if spy:
-            pid = os.getpid()
-            results.profiles.append(
-                await profiling.py_spy_profile(
-                    pid, recall_title, recalls, profile_dir / "inproc-recall.txt", attach_s=min(1.0, deadline_s)
-                )
-            )
-            results.profiles.append(
-                await profiling.py_spy_profile(
-                    pid, write_title, writes, profile_dir / "inproc-write.txt", attach_s=min(1.0, deadline_s)
-                )
-            )
+            await profile(os.getpid(), recall_title, recalls, "inproc-recall.txt")
+            await profile(os.getpid(), write_title, writes, "inproc-write.txt")
         else:
             results.profiles.append(await profiling.cprofile_profile(recall_title, recalls))
             results.profiles.append(await profiling.cprofile_profile(write_title, writes))
 
         results.checks.update(await micro_checks(rt, queries))
+
+
+def for_seconds(
+    seconds: float, one: Callable[[int], Awaitable[None]], limit: int | None = None
+) -> Callable[[], Awaitable[int]]:
+    """What a profile drives: `one(0)`, `one(1)`, ... one after the other until `seconds` have passed (or `limit`
+    calls were made); it returns how many calls it made."""
+
+    async def drive() -> int:
+        n, end = 0, time.perf_counter() + seconds
+        while time.perf_counter() < end and (limit is None or n < limit):
+            await one(n)
+            n += 1
+        return n
+
+    return drive
 
 
 async def micro_checks(rt: Runtime, queries: Sequence[str]) -> dict[str, str]:

@@ -27,7 +27,7 @@ from bench.config import reader_scope, settings_for
 from bench.decision_set import DATASETS
 from bench.inprocess import bulk_load
 from bench.procinfo import load_average
-from bench.sections import replace_section, stage_main
+from bench.sections import stage_main
 from gateway.evaluation import locomo, memorybank
 from gateway.evaluation.formats import BY_NAME
 from gateway.evaluation.locomo import Conversation
@@ -40,6 +40,7 @@ from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 BEGIN = "<!-- bench:recall-depth:begin -->"
 END = "<!-- bench:recall-depth:end -->"
+QUICK_HELP = "three LoCoMo sessions, one MemoryBank user, 1,000 synthetic memories"
 HEADING = "## Recall candidates: quality against CPU per recall"
 DEPTHS = (50, 75, 100, 150)
 SIZE, QUERIES, WARMUP = 100_000, 200, 10
@@ -154,21 +155,5 @@ def render(figures: Figures) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return stage_main(
-        "recall_depth",
-        __doc__ or "",
-        measure,
-        render,
-        write_section,
-        argv,
-        quick_help="three LoCoMo sessions, one MemoryBank user, 1,000 synthetic memories",
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("recall_depth", __doc__, measure, render, BEGIN, END, quick_help=QUICK_HELP))

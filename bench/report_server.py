@@ -109,23 +109,21 @@ def server_cpu_section(results: Results) -> list[str]:
     note = _resolution_note(raw)
     if note:
         lines += [f"Histogram resolution: {note}", ""]
-    rows = []
-    for f in raw:
-        w = f.window("recall")
-        _, sdk_cpu = sdk_beside(results, f)
-        rows.append(
-            [
-                f.label,
-                f.env,
-                f.allocator,
-                str(f.search_threads),
-                _f(w.server_ms) if w else "–",
-                _f(w.switches_per_call, 0) if w else "–",
-                _f(w.client_ms) if w else "–",
-                _f(sdk_cpu),
-                f.load,
-            ]
-        )
+    sequential = [(f, f.window("recall"), *sdk_beside(results, f)) for f in raw]
+    rows = [
+        [
+            f.label,
+            f.env,
+            f.allocator,
+            str(f.search_threads),
+            _f(w.server_ms) if w else "–",
+            _f(w.switches_per_call, 0) if w else "–",
+            _f(w.client_ms) if w else "–",
+            _f(sdk_cpu),
+            f.load,
+        ]
+        for f, w, _, sdk_cpu in sequential
+    ]
     lines += ["### One raw client, sequential: server CPU", ""]
     lines += _table(
         [
@@ -142,26 +140,23 @@ def server_cpu_section(results: Results) -> list[str]:
         rows,
         "lllrrrrrl",
     )
-    rows = []
-    for f in raw:
-        w = f.window("recall")
-        sdk, _ = sdk_beside(results, f)
-        rows.append(
-            [
-                f.label,
-                f.env,
-                _hist(w, RECALL, 0.5),
-                _hist(w, RECALL, 0.99),
-                _bucket(w, RECALL, 0.5),
-                _hist(w, HTTP, 0.5),
-                _hist(w, HTTP, 0.99),
-                _bucket(w, HTTP, 0.5),
-                _rt(w, "p50"),
-                _rt(w, "p99"),
-                ms(sdk.p50) if sdk else "–",
-                ms(sdk.p99) if sdk else "–",
-            ]
-        )
+    rows = [
+        [
+            f.label,
+            f.env,
+            _hist(w, RECALL, 0.5),
+            _hist(w, RECALL, 0.99),
+            _bucket(w, RECALL, 0.5),
+            _hist(w, HTTP, 0.5),
+            _hist(w, HTTP, 0.99),
+            _bucket(w, HTTP, 0.5),
+            _rt(w, "p50"),
+            _rt(w, "p99"),
+            ms(sdk.p50) if sdk else "–",
+            ms(sdk.p99) if sdk else "–",
+        ]
+        for f, w, sdk, _ in sequential
+    ]
     lines += ["### One raw client, sequential: server-side latency beside the round trip", ""]
     lines += ["Milliseconds; 'bucket' = the histogram bucket the p50 falls in (its resolution).", ""]
     lines += _table(

@@ -24,7 +24,7 @@ from typing import Any
 from bench import zh_assistant
 from bench.decision_set import DATASETS
 from bench.procinfo import load_average
-from bench.sections import replace_section, stage_main
+from bench.sections import opening, stage_main
 from gateway.evaluation import locomo
 from gateway.evaluation.locomo import Conversation
 from gateway.evaluation.metrics import recall_at
@@ -42,6 +42,7 @@ from tenancy import SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 BEGIN = "<!-- bench:rule_audit:begin -->"
 END = "<!-- bench:rule_audit:end -->"
+QUICK_HELP = "LoCoMo's tuning half only"
 HEADING = "## Which rules earn their place: each switched off, on sets it was and was not tuned on"
 BLIND_CONVERSATIONS = Path(__file__).with_name("en_conversations")
 LOCOMO = DATASETS / "locomo" / "locomo10-dev.json"
@@ -223,10 +224,7 @@ def render(results: dict[str, Any]) -> str:
     names = [name for name, value in base.items() if value is not None]
     load_before, load_after = results["load"]
     lines = [
-        BEGIN,
-        HEADING,
-        "",
-        "`python -m bench.rule_audit`: " + (__doc__ or "").split("\n\n", 1)[1].replace("\n", " "),
+        *opening(BEGIN, HEADING, "rule_audit", __doc__),
         "",
         f"LoCoMo dev: {len(locomo_ids)} conversations; English blind: "
         + ", ".join(f"{name} ({count} questions)" for name, count in results["blind"].items())
@@ -255,14 +253,5 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    quick = "LoCoMo's tuning half only"
-    return stage_main("rule_audit", __doc__ or "", measure, render, write_section, argv, quick_help=quick)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("rule_audit", __doc__, measure, render, BEGIN, END, quick_help=QUICK_HELP))

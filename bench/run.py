@@ -63,7 +63,6 @@ from bench.config import (
     Results,
     SizeResult,
     Throughput,
-    full_config,
     quick_config,
     reader_token,
     say,
@@ -84,6 +83,7 @@ from bench.mcp_load import (
 from bench.previous import read_previous, read_quality
 from bench.procinfo import allocator, disk_bytes, load_average, machine_info, thread_names
 from bench.profile_stage import profile_stage
+from bench.sections import replace_section
 from bench.server import REPO
 from gateway.evaluation import memorybank_run as eval_memorybank
 from gateway.evaluation.report import BEGIN as EVAL_BEGIN
@@ -290,7 +290,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     args = parser.parse_args(argv)
     default_out = REPO / "bench" / ("RESULTS-quick.md" if args.quick else "RESULTS.md")
     out = (args.out or default_out).resolve()
-    cfg = quick_config(out) if args.quick else full_config(out)
+    cfg = quick_config(out) if args.quick else Config(out)
     if args.sizes:
         cfg.sizes = tuple(sorted(int(s) for s in args.sizes.split(",") if s.strip()))
     if args.queries:
@@ -377,9 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label, stage in STAGES:  # sections measured after the report; re-rendering keeps the last ones
         if not cfg.render_only and cfg.stages:
             say(label)
-            stage.write_section(cfg.out, stage.render(anyio.run(stage.measure, cfg.quick, cfg.workdir)))
+            section = stage.render(anyio.run(stage.measure, cfg.quick, cfg.workdir))
+            replace_section(cfg.out, section, stage.BEGIN, stage.END)
         elif stage.BEGIN in previous and stage.END in previous:
             start, end = previous.index(stage.BEGIN), previous.index(stage.END) + len(stage.END)
-            stage.write_section(cfg.out, previous[start:end] + "\n")
+            replace_section(cfg.out, previous[start:end] + "\n", stage.BEGIN, stage.END)
     say(f"wrote {cfg.out} in {results.wall_s:.0f}s")
     return 0

@@ -26,18 +26,31 @@ def replace_section(path: Path, section: str, begin: str, end: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def opening(begin: str, heading: str, name: str, doc: str | None) -> list[str]:
+    """A section's first lines: its begin marker, its heading, and `python -m bench.<name>` followed by the second
+    paragraph of the stage's docstring (what it measures and how) on one line."""
+    about = (doc or "").split("\n\n", 1)[1].replace("\n", " ")
+    return [begin, heading, "", f"`python -m bench.{name}`: {about}"]
+
+
+def closing(lines: list[str], end: str) -> str:
+    """A section's text: its `lines`, a blank line and its end marker."""
+    return "\n".join([*lines, "", end]) + "\n"
+
+
 def stage_main(
     name: str,
-    doc: str,
+    doc: str | None,
     measure: Callable[[bool, Path | None], Awaitable[Figures]],
     render: Callable[[Figures], str],
-    write_section: Callable[[Path, str], None],
-    argv: Sequence[str] | None,
+    begin: str,
+    end: str,
+    argv: Sequence[str] | None = None,
     quick_help: str | None = None,
 ) -> int:
     """A stage's command line: measure (`--quick` when the stage has a smaller run), print the section, and with
-    `--out` write it into that RESULTS.md."""
-    parser = argparse.ArgumentParser(prog=f"python -m bench.{name}", description=doc.splitlines()[0])
+    `--out` write it into that RESULTS.md between the stage's `begin` and `end` markers."""
+    parser = argparse.ArgumentParser(prog=f"python -m bench.{name}", description=(doc or "").splitlines()[0])
     if quick_help is not None:
         parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--out", type=Path, help="also write the section into this RESULTS.md")
@@ -48,5 +61,5 @@ def stage_main(
     section = render(anyio.run(measure, bool(getattr(args, "quick", False)), None))
     print(section)
     if args.out is not None:
-        write_section(args.out, section)
+        replace_section(args.out, section, begin, end)
     return 0

@@ -27,7 +27,7 @@ from typing import Any
 
 import jieba
 
-from bench.sections import replace_section, stage_main
+from bench.sections import closing, opening, stage_main
 from gateway.evaluation.metrics import Bm25Baseline, recall_at, reciprocal_rank
 from gateway.services.runtime import scoring_weights
 from memory.clock import ManualClock
@@ -43,6 +43,7 @@ from tenancy import SCOPE_READ, SCOPE_WRITE, Principal, scope_for
 
 BEGIN = "<!-- bench:zh_assistant:begin -->"
 END = "<!-- bench:zh_assistant:end -->"
+QUICK_HELP = "only the default embedder (WordLlama)"
 HEADING = "## Chinese personal-assistant questions: the engine beside BM25"
 CASES = Path(__file__).with_name("zh_assistant")
 TOP_K = 10
@@ -183,12 +184,10 @@ def render(results: dict[str, Any]) -> str:
     head = "| system | questions | " + " | ".join(f"recall@{k}" for k in CUTS) + " | MRR |"
     rule = "| --- | ---: |" + " ---: |" * (len(CUTS) + 1)
     lines = [
-        BEGIN,
-        HEADING,
+        *opening(BEGIN, HEADING, "zh_assistant", __doc__),
         "",
-        "`python -m bench.zh_assistant`: " + (__doc__ or "").split("\n\n", 1)[1].replace("\n", " "),
+        f"{results['users']} users, {results['messages']} messages.",
     ]
-    lines += ["", f"{results['users']} users, {results['messages']} messages."]
     for part in ("blind", "dev"):
         lines += ["", f"**{part}**", "", head, rule]
         for system, rows in ranks.items():
@@ -201,18 +200,8 @@ def render(results: dict[str, Any]) -> str:
     for system, rows in ranks.items():
         by_kind = [statistics.fmean(recall_at(r, g, 3) for _, k, r, g in rows if k == kind) for kind in kinds]
         lines.append(f"| {system} | " + " | ".join(f"{v:.3f}" for v in by_kind) + " |")
-    lines += ["", END]
-    return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    replace_section(path, section, BEGIN, END)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    quick = "only the default embedder (WordLlama)"
-    return stage_main("zh_assistant", __doc__ or "", measure, render, write_section, argv, quick_help=quick)
+    return closing(lines, END)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stage_main("zh_assistant", __doc__, measure, render, BEGIN, END, quick_help=QUICK_HELP))

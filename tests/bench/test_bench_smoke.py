@@ -31,6 +31,7 @@ from bench import (
     recall_depth,
 )
 from bench.report import HEADINGS
+from bench.sections import replace_section
 from tests.fixtures import DATASETS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,7 +123,7 @@ async def test_a_quick_stage_writes_its_section_between_its_markers(
     out = tmp_path / "RESULTS.md"
     out.write_text("# Results\n\nkept\n", encoding="utf-8")
 
-    stage.write_section(out, stage.render(await stage.measure(True, tmp_path)))
+    replace_section(out, stage.render(await stage.measure(True, tmp_path)), stage.BEGIN, stage.END)
 
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# Results\n\nkept\n") and text.count(stage.BEGIN) == text.count(stage.END) == 1

@@ -15,6 +15,7 @@ import pytest
 
 from bench import extraction_quality
 from bench.extraction_quality import CONFIGS, Dataset, Figures, LanguageFigures
+from bench.sections import replace_section
 from gateway.evaluation import memorybank
 from gateway.evaluation.locomo import truncated
 from tests.fixtures import DATASETS, MEMORYBANK, MEMORYBANK_EVIDENCE
@@ -98,7 +99,7 @@ def test_a_fact_hit_counts_for_the_dialogue_turns_it_was_extracted_from(
 def test_the_section_reports_each_language_between_its_markers(figures: Figures, tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     out.write_text("# Results\n\nkept\n", encoding="utf-8")
-    extraction_quality.write_section(out, extraction_quality.render(figures))
+    replace_section(out, extraction_quality.render(figures), extraction_quality.BEGIN, extraction_quality.END)
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# Results\n\nkept\n")
     assert text.count(extraction_quality.BEGIN) == 1 and text.count(extraction_quality.END) == 1
