@@ -27,6 +27,14 @@ from tests.redis_server import RedisClusterServer, RedisServer, RedisTarget, fro
 
 SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 BASE_URL = "http://127.0.0.1:8080"
+# the headers and first request of a plain JSON-RPC client of /mcp (the tests that post raw bodies)
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 
 
 @pytest.fixture

@@ -14,17 +14,9 @@ import pytest
 from starlette.applications import Starlette
 
 from gateway.web.app import create_app
-from tests.conftest import BASE_URL, SECRET, Mint, error_code, make_settings, mcp_session, running
+from tests.conftest import BASE_URL, HEADERS, INITIALIZE, SECRET, Mint, error_code, make_settings, mcp_session, running
 
 pytestmark = pytest.mark.anyio
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def claims(**overrides: object) -> dict[str, object]:

@@ -22,6 +22,7 @@ import pytest
 from gateway.cli.errors import CommandFailed, UsageError, describe
 from gateway.cli.main import build_parser, parsers
 from ops.version import VERSION
+from tests.gateway.cli_runs import clean_env, hindsight
 from tests.gateway.test_cli_serve import free_port, wait_until_live
 
 ANOTHER_SECRET = "not-the-servers-secret-" + "x" * 32
@@ -32,23 +33,6 @@ class Server:
     url: str
     env: dict[str, str]
     cwd: Path
-
-
-def clean_env(**settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-    return env | settings
-
-
-def hindsight(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def error_line(result: subprocess.CompletedProcess[str]) -> str:

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.gateway.cli_runs import clean_env, hindsight
+
 RECORDS = 3
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-    return clean | {"HINDSIGHT_DATA_DIR": str(tmp_path / "data")}
+    return clean_env(HINDSIGHT_DATA_DIR=str(tmp_path / "data"))
 
 
 @pytest.fixture
@@ -37,8 +38,8 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "gateway.cli", *args]
 
 
-def import_command(source: Path) -> list[str]:
-    return command("import", "--tenant", "acme", "--namespace", "user:1", str(source))
+def import_args(source: Path) -> list[str]:
+    return ["import", "--tenant", "acme", "--namespace", "user:1", str(source)]
 
 
 def run_with_stderr_on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
@@ -76,9 +77,7 @@ def run_with_stderr_on_a_terminal(args: list[str], env: dict[str, str], cwd: Pat
 def test_import_writes_no_progress_frames_when_stderr_is_a_pipe(
     tmp_path: Path, env: dict[str, str], source: Path
 ) -> None:
-    result = subprocess.run(
-        import_command(source), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
-    )
+    result = hindsight(*import_args(source), env=env, cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert "\r" not in result.stderr
@@ -88,7 +87,7 @@ def test_import_writes_no_progress_frames_when_stderr_is_a_pipe(
 
 
 def test_import_draws_a_tqdm_bar_when_stderr_is_a_terminal(tmp_path: Path, env: dict[str, str], source: Path) -> None:
-    code, terminal = run_with_stderr_on_a_terminal(import_command(source), env, tmp_path)
+    code, terminal = run_with_stderr_on_a_terminal(command(*import_args(source)), env, tmp_path)
 
     assert code == 0, terminal[-3000:]
     assert "import user:1" in terminal
@@ -96,20 +95,10 @@ def test_import_draws_a_tqdm_bar_when_stderr_is_a_terminal(tmp_path: Path, env: 
 
 
 def test_maintain_logs_one_json_object_per_line(tmp_path: Path, env: dict[str, str], source: Path) -> None:
-    imported = subprocess.run(
-        import_command(source), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
-    )
+    imported = hindsight(*import_args(source), env=env, cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr[-3000:]
 
-    result = subprocess.run(
-        command("maintain", "--tenant", "acme"),
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = hindsight("maintain", "--tenant", "acme", env=env, cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [json.loads(line) for line in result.stderr.splitlines()]
@@ -120,9 +109,7 @@ def test_maintain_logs_one_json_object_per_line(tmp_path: Path, env: dict[str, s
 
 
 def test_direct_import_logs_json_and_no_http_request_lines(tmp_path: Path, env: dict[str, str], source: Path) -> None:
-    result = subprocess.run(
-        import_command(source), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
-    )
+    result = hindsight(*import_args(source), env=env, cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr[-3000:]
     logged = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]

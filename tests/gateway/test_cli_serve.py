@@ -3,7 +3,6 @@ MCP client over TCP with the printed token calls every tool; `hindsight token` m
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import subprocess
@@ -20,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway.cli.main import python_snippet
 from tests.conftest import data
+from tests.gateway.cli_runs import clean_env, hindsight
 
 pytestmark = pytest.mark.anyio
 
@@ -47,8 +47,7 @@ def wait_until_live(url: str, process: subprocess.Popen[str], deadline_s: float 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[dict[str, Any]]:
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-    env |= {"HINDSIGHT_DATA_DIR": str(tmp_path / "data"), "HINDSIGHT_PORT": str(port)}
+    env = clean_env(HINDSIGHT_DATA_DIR=str(tmp_path / "data"), HINDSIGHT_PORT=str(port))
     log = (tmp_path / "server.log").open("w+")
     process = subprocess.Popen(
         [sys.executable, "-m", "gateway.cli", "serve", "--print-token"],
@@ -173,16 +172,9 @@ async def test_a_token_from_hindsight_token_is_accepted_by_the_server(server: di
 
 
 def test_hindsight_token_rejects_a_malformed_namespace(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-    env["HINDSIGHT_DATA_DIR"] = str(tmp_path)
-    env["HINDSIGHT_JWT_SECRET"] = "a-configured-secret-" + "x" * 32  # `token` never creates one
-    result = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "token", "--tenant", "acme", "--sub", "x", "--read", "Bad NS"],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    secret = "a-configured-secret-" + "x" * 32  # `token` never creates one
+    env = clean_env(HINDSIGHT_DATA_DIR=str(tmp_path), HINDSIGHT_JWT_SECRET=secret)
+    result = hindsight("token", "--tenant", "acme", "--sub", "x", "--read", "Bad NS", env=env, cwd=tmp_path)
     assert result.returncode == 2
     assert "namespace" in result.stderr
 

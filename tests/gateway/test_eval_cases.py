@@ -31,9 +31,9 @@ from gateway.evaluation.tenant_cases import (
     run_embedded,
 )
 from gateway.services.runtime import scoring_weights
-from tests.gateway.test_cli_errors import Server, clean_env, error_line, hindsight, served, token
+from tests.gateway.cli_runs import REPO, clean_env, hindsight
+from tests.gateway.test_cli_errors import Server, error_line, served, token
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "eval_cases.jsonl"
 TRIP = [
     {"content": "The user is planning a trip to Japan in April."},

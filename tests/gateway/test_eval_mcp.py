@@ -7,7 +7,6 @@ names where LoCoMo comes from when `--data` is not there."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,10 +24,10 @@ from gateway.services.runtime import Runtime
 from gateway.web.app import create_app
 from ops.config import Settings
 from tests.conftest import Mint, data, mcp_session, running
+from tests.gateway.cli_runs import REPO, clean_env, hindsight
 from tests.gateway.test_cli_serve import free_port, wait_until_live
 
 pytestmark = pytest.mark.anyio
-REPO = Path(__file__).resolve().parents[2]
 
 
 def tiny_dataset() -> list[dict[str, Any]]:
@@ -139,17 +138,8 @@ async def test_a_token_that_cannot_write_the_namespaces_stops_the_evaluation_wit
 def test_the_cli_prints_the_three_formats_side_by_side_and_writes_the_section(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     out.write_text("# Bench\n\nkeep me\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-    command = [sys.executable, "-m", "gateway.cli", "eval", "locomo", "--data", str(tiny(tmp_path))]
-    result = subprocess.run(
-        [*command, "--limit-conversations", "1", "--out", str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    command = ["eval", "locomo", "--data", str(tiny(tmp_path))]
+    result = hindsight(*command, "--limit-conversations", "1", "--out", str(out), env=clean_env())
     assert result.returncode == 0, result.stderr[-4000:]
     assert "HTTP Request" not in result.stderr  # no per-request log lines (they would be timed too)
     text = out.read_text()
@@ -166,16 +156,8 @@ def test_without_out_the_cli_prints_the_section_and_writes_no_file(tmp_path: Pat
     results.parent.mkdir()
     results.write_text("# Bench\n\nkeep me\n")
     data = tiny(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"PYTHONPATH": str(REPO)}
-    result = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "eval", "locomo", "--data", str(data), "--formats", "plain"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    env = clean_env(PYTHONPATH=str(REPO))
+    result = hindsight("eval", "locomo", "--data", str(data), "--formats", "plain", env=env, cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.startswith(BEGIN) and result.stdout.rstrip().endswith(END)
@@ -191,16 +173,7 @@ def test_without_out_the_cli_prints_the_section_and_writes_no_file(tmp_path: Pat
 @pytest.mark.parametrize(("name", "problem"), [("missing.json", "no such file"), (".", "is a directory")])
 def test_missing_data_is_refused_saying_where_locomo_comes_from(tmp_path: Path, name: str, problem: str) -> None:
     data = tmp_path / name
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-    result = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "eval", "locomo", "--data", str(data)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = hindsight("eval", "locomo", "--data", str(data), env=clean_env())
 
     assert result.returncode == 2 and result.stdout == ""
     [line] = result.stderr.splitlines()
@@ -210,8 +183,7 @@ def test_missing_data_is_refused_saying_where_locomo_comes_from(tmp_path: Path, 
 
 def test_the_cli_evaluates_a_running_gateway_given_its_url_and_an_admin_token(tmp_path: Path) -> None:
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-    env |= {"HINDSIGHT_DATA_DIR": str(tmp_path / "data"), "HINDSIGHT_PORT": str(port)}
+    env = clean_env(HINDSIGHT_DATA_DIR=str(tmp_path / "data"), HINDSIGHT_PORT=str(port))
     cli = [sys.executable, "-m", "gateway.cli"]
     with (tmp_path / "server.log").open("w") as log:
         server = subprocess.Popen(
@@ -227,16 +199,8 @@ def test_the_cli_evaluates_a_running_gateway_given_its_url_and_an_admin_token(tm
                 text=True,
                 check=True,
             ).stdout.strip()
-            command = [*cli, "eval", "locomo", "--data", str(tiny(tmp_path)), "--formats", "plain,header"]
-            result = subprocess.run(
-                [*command, "--url", f"http://127.0.0.1:{port}/mcp", "--token", token],
-                cwd=REPO,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
+            command = ["eval", "locomo", "--data", str(tiny(tmp_path)), "--formats", "plain,header"]
+            result = hindsight(*command, "--url", f"http://127.0.0.1:{port}/mcp", "--token", token, env=env)
         finally:
             server.terminate()
             server.wait(timeout=30)

@@ -10,10 +10,8 @@ for every user) is a figure of the full data, not of the suite: `hindsight eval 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -25,8 +23,8 @@ from gateway.evaluation.memorybank_run import BEGIN, END, LABELS, SOURCE
 from gateway.services.runtime import scoring_weights
 from ops.config import Settings
 from tests.fixtures import MEMORYBANK, MEMORYBANK_EVIDENCE
+from tests.gateway.cli_runs import REPO, clean_env, hindsight
 
-REPO = Path(__file__).resolve().parents[2]
 USERS = ["林晓雨", "周建国", "唐思远"]
 
 
@@ -96,16 +94,7 @@ def recall_at_5(section: str) -> dict[str, float]:
 
 
 def eval_memorybank(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")} | {"PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "eval", "memorybank", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return hindsight("eval", "memorybank", *args, env=clean_env(PYTHONPATH=str(REPO)), cwd=cwd, timeout=300)
 
 
 def test_the_cli_ranks_every_user_s_exchanges_over_mcp_beside_the_baselines_and_writes_its_section(

@@ -34,12 +34,11 @@ from tenancy import SCOPE_READ, SCOPE_WRITE, Principal
 from tenancy.errors import CpuBudgetSpent, TooManyCalls
 from tenancy.rate_limits import InProcessRateLimiter
 from tests.chat_server import ChatRequest, ChatServer
-from tests.conftest import BASE_URL, Mint, make_settings, running
+from tests.conftest import BASE_URL, HEADERS, Mint, make_settings, running
 from tests.tenancy.signing import FakeMonotonic
 
 pytestmark = pytest.mark.anyio
 
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 GENEROUS_CALLS = {
     "subject_read_per_minute": 1e6,
     "subject_write_per_minute": 1e6,
@@ -192,15 +191,6 @@ def tool_error_code(response: httpx2.Response) -> str | None:
     return str(json.loads(result["content"][0]["text"])["error"]["code"])
 
 
-@pytest.fixture(params=["in_process", "redis", "redis_cluster"])
-def limiter_backend(request: pytest.FixtureRequest) -> dict[str, Any]:
-    if request.param == "redis":
-        return {"redis_url": request.getfixturevalue("redis_url")}
-    if request.param == "redis_cluster":
-        return {"redis_url": request.getfixturevalue("redis_cluster_url"), "redis_cluster": True}
-    return {}
-
-
 TINY_CPU = TenantLimits(
     **GENEROUS_CALLS, subject_cpu_ms_per_second=1, tenant_cpu_ms_per_second=1, cpu_burst_seconds=5
 )  # 5 ms of CPU in each bucket, 1 ms more per second: a batch of writes spends it, and years of debt follow
@@ -327,6 +317,18 @@ class HeldLlm:
         self.released.wait(30)
         return "0.9"
 
+    def settings(self, data_dir: Path, concurrency_wait_seconds: float) -> Settings:
+        """A gateway whose writes ask this server for their importance (for up to 30 s), one call at a time per
+        tenant, a second call waiting up to `concurrency_wait_seconds` for the turn."""
+        return make_settings(
+            data_dir,
+            llm_url=self.server.url,
+            llm_model="rater",
+            llm_importance=True,
+            llm_importance_timeout_seconds=30,
+            rate_limit_default=TenantLimits(**ONE_CALL, concurrency_wait_seconds=concurrency_wait_seconds),
+        )
+
     async def wait_for_requests(self, count: int) -> None:
         def wait() -> bool:
             with self.arrived:
@@ -343,14 +345,7 @@ async def test_a_call_waiting_on_the_llm_leaves_its_turn_to_the_tenants_other_ca
     llm = HeldLlm()
     with llm.server:
         try:
-            settings = make_settings(
-                tmp_path / "data",
-                llm_url=llm.server.url,
-                llm_model="rater",
-                llm_importance=True,
-                llm_importance_timeout_seconds=30,
-                rate_limit_default=TenantLimits(**ONE_CALL, concurrency_wait_seconds=0.5),
-            )
+            settings = llm.settings(tmp_path / "data", concurrency_wait_seconds=0.5)
             write = tool_call("write_memory", {"content": "The user's deploy target is AWS eu-west-1", "explain": True})
             async with running(create_app(settings, clock=clock)) as app, raw_client(app) as http:
                 answers: dict[str, httpx2.Response] = {}
@@ -379,14 +374,7 @@ async def test_a_retry_waiting_on_the_first_attempts_claim_leaves_it_the_turn_it
     llm = HeldLlm()
     with llm.server:
         try:
-            settings = make_settings(
-                tmp_path / "data",
-                llm_url=llm.server.url,
-                llm_model="rater",
-                llm_importance=True,
-                llm_importance_timeout_seconds=30,
-                rate_limit_default=TenantLimits(**ONE_CALL, concurrency_wait_seconds=30),
-            )
+            settings = llm.settings(tmp_path / "data", concurrency_wait_seconds=30)
             write = tool_call(
                 "write_memory", {"content": "The user's deploy target is AWS eu-west-1", "request_id": "r-1"}
             )

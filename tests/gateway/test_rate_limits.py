@@ -22,11 +22,9 @@ from gateway.errors import REPLAY_META
 from gateway.web.app import create_app
 from memory.clock import ManualClock
 from ops.config import TenantLimits
-from tests.conftest import BASE_URL, Mint, make_settings, running
+from tests.conftest import BASE_URL, HEADERS, Mint, make_settings, running
 
 pytestmark = pytest.mark.anyio
-
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def tool_call(name: str, arguments: dict[str, object], call_id: int | str = 1) -> dict[str, object]:
@@ -120,16 +118,6 @@ INITIALIZE = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
-
-
-@pytest.fixture(params=["in_process", "redis", "redis_cluster"])
-def limiter_backend(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """Settings overrides naming each limiter backend in turn: in process, a real Redis, a real Redis Cluster."""
-    if request.param == "redis":
-        return {"redis_url": request.getfixturevalue("redis_url")}
-    if request.param == "redis_cluster":
-        return {"redis_url": request.getfixturevalue("redis_cluster_url"), "redis_cluster": True}
-    return {}
 
 
 @asynccontextmanager

@@ -19,11 +19,10 @@ from starlette.applications import Starlette
 
 from gateway.web.app import create_app
 from memory.clock import ManualClock
-from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running
+from tests.conftest import BASE_URL, HEADERS, Mint, data, make_settings, mcp_session, running
 
 pytestmark = pytest.mark.anyio
 
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 BURST = 3
 PER_MINUTE = 60  # one refusal a second
 LIMITED = (

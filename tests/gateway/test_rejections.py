@@ -26,12 +26,11 @@ from starlette.applications import Starlette
 from gateway.web.app import create_app
 from memory.clock import ManualClock
 from ops.config import Settings, TenantLimits
-from tests.conftest import BASE_URL, SECRET, Mint, data, make_settings, mcp_session, running, tool_error
+from tests.conftest import BASE_URL, HEADERS, SECRET, Mint, data, make_settings, mcp_session, running, tool_error
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
 
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 ONE_READ = TenantLimits(
     subject_read_per_minute=60, subject_write_per_minute=60, tenant_read_per_minute=600, burst_seconds=1
 )  # one read of burst per subject, refilled at 1 per second (never, on the test's stopped clock)

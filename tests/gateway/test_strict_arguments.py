@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 from gateway.answers.serialize import memory_json
 from gateway.web.app import create_app
 from memory.transfer import RECORD_FIELDS, TIME_FIELDS
-from tests.conftest import BASE_URL, Mint, data, make_settings, mcp_session, running, tool_error
+from tests.conftest import BASE_URL, HEADERS, Mint, data, make_settings, mcp_session, running, tool_error
 from tests.memory.conftest import make_memory
 
 pytestmark = pytest.mark.anyio
@@ -56,7 +56,6 @@ def mint(mint: Mint) -> Mint:
     return for_this_test
 
 
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 MEMORY_ID = "01890a5d-ac96-774b-bcce-b302099a8057"
 
 # (tool, arguments, the field the error must name)

@@ -15,7 +15,7 @@ from memory.clock import ManualClock
 from memory.embedders import WordLlamaEmbedder
 from memory.ids import content_hash, new_memory_id
 from memory.models import Memory, MemoryKind, Source
-from memory.ports import ListQuery
+from memory.ports import ListQuery, VectorStore
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
@@ -77,6 +77,38 @@ def make_memory(
     return Memory(**values)
 
 
+def outsiders(acme: str, globex: str) -> list[NamespaceScope]:
+    """Scopes that must not reach `user:1` of `acme`: another tenant's writer and admin, and a reader of another
+    namespace of `acme`."""
+    return [scope(globex, write=["user:1"]), scope(globex, admin=True), scope(acme, read=["user:2"])]
+
+
+async def assert_get_is_scoped(store: VectorStore, memory: Memory, acme: str, globex: str) -> None:
+    """`memory` (in `user:1` of `acme`) is found by id by a reader of its namespace and an admin of its tenant,
+    and by none of the `outsiders`."""
+    for outsider in outsiders(acme, globex):
+        assert await store.get(outsider, memory.id) is None
+    assert await store.get(scope(acme, read=["user:1"]), memory.id) == memory
+    assert await store.get(scope(acme, admin=True), memory.id) == memory
+
+
+async def assert_pages_of_three(store: VectorStore, writer: NamespaceScope, memories: list[Memory]) -> None:
+    """Listing `user:1` three at a time pages through the seven `memories` (stored in `user:1`) in id order,
+    each cursor the id the next page starts at."""
+    pages: list[list[str]] = []
+    after: str | None = None
+    while True:
+        page, cursor = await store.list(writer, ListQuery(("user:1",), None, False, 3, after))
+        pages.append([m.id for m in page])
+        if cursor is None:
+            break
+        assert cursor == memories[3 * len(pages)].id  # the cursor is the id the next page starts at
+        after = cursor
+
+    assert [len(p) for p in pages] == [3, 3, 1]
+    assert [i for p in pages for i in p] == [m.id for m in memories]
+
+
 async def everything(store: EdgeVectorStore, tenant: str) -> list[Memory]:
     """Every memory of a tenant, deleted ones included (read through an admin scope)."""
     admin = scope(tenant, admin=True)
@@ -115,6 +147,18 @@ def acme() -> str:
 def globex() -> str:
     """A second tenant id of this test alone."""
     return f"globex-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def me(acme: str) -> NamespaceScope:
+    """The caller: reads and writes `user:1` of the test's `acme` tenant."""
+    return scope(acme, write=["user:1"])
+
+
+@pytest.fixture
+def writer(acme: str) -> NamespaceScope:
+    """Reads and writes three namespaces of the test's `acme` tenant."""
+    return scope(acme, write=["user:1", "user:2", "team:1"])
 
 
 @pytest.fixture(scope="module")

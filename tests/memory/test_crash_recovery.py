@@ -12,14 +12,17 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from memory.agent.sessions import EventOutcome
 from memory.clock import SystemClock
 from memory.embedders import WordLlamaEmbedder
-from memory.events import SqliteEventStore
+from memory.events import Event, SqliteEventStore
 from memory.models import Memory, WriteOutcome, WriteStatus
 from memory.ports import VectorStore
 from memory.requests import ListRequest, WriteRequest
@@ -42,6 +45,7 @@ pytestmark = pytest.mark.anyio
 BACKENDS = ["edge", "qdrant"]
 TENANT = "acme"
 ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 
 
 def run_child(backend: str, path: Path, operation: str, kill_at: int) -> int:
@@ -50,20 +54,51 @@ def run_child(backend: str, path: Path, operation: str, kill_at: int) -> int:
     return subprocess.run(command, env=env, cwd=ROOT, timeout=120, check=False).returncode
 
 
-async def run_here(backend: str, path: Path, embedder: WordLlamaEmbedder, operation: str) -> list[Memory]:
-    """Run `operation` to the end in this process; return every memory of both namespaces afterwards."""
-    store = await open_store(backend, path, embedder)
+async def kill_during(
+    backend: str, path: Path, embedder: WordLlamaEmbedder, operation: str, kill_at: int, *, setup: bool = True
+) -> None:
+    """Set the store up (unless `setup` is false), then run `operation` in a child process SIGKILLed at step
+    `kill_at` (0: left to finish)."""
+    if setup:
+        await run_here(backend, path, embedder, "setup")
+    assert run_child(backend, path, operation, kill_at) == (0 if kill_at == 0 else -9)
+
+
+async def retry_here(
+    backend: str, path: Path, embedder: WordLlamaEmbedder, retry: Callable[[MemoryService], Awaitable[T]]
+) -> tuple[T, list[Memory]]:
+    """Run `retry` against a fresh service in this process; return its answer and every memory afterwards."""
+    store: VectorStore = await open_store(backend, path, embedder)
     try:
         service = MemoryService(store, embedder, SystemClock())
-        await OPERATIONS[operation](service, scope(TENANT, write=BOTH))
-        return await everything(service)
+        answer = await retry(service)
+        return answer, await everything(service)
     finally:
         await store.close()
+
+
+async def run_here(backend: str, path: Path, embedder: WordLlamaEmbedder, operation: str) -> list[Memory]:
+    """Run `operation` to the end in this process; return every memory of both namespaces afterwards."""
+    _, memories = await retry_here(
+        backend, path, embedder, lambda service: OPERATIONS[operation](service, scope(TENANT, write=BOTH))
+    )
+    return memories
 
 
 async def everything(service: MemoryService) -> list[Memory]:
     page = await service.list(scope(TENANT, write=BOTH), ListRequest(include_deleted=True, limit=200))
     return page.memories
+
+
+@pytest.fixture
+def path(store_dir: Path) -> Path:
+    """Where the store of the test lives, opened in turn by the child process and by this one."""
+    return store_dir
+
+
+def write_again(request: WriteRequest) -> Callable[[MemoryService], Awaitable[WriteOutcome]]:
+    """The retry of a write: the same request, sent again with the scope of the first attempt."""
+    return lambda service: service.write(scope(TENANT, write=BOTH), request)
 
 
 def live(memories: list[Memory], namespace: str) -> list[str]:
@@ -75,22 +110,12 @@ def live(memories: list[Memory], namespace: str) -> list[str]:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kill_at", [1, 2, 3, 0])  # before storing, before each of the two marks, not at all
 async def test_a_supersession_killed_at_any_step_is_completed_by_the_retry_of_the_same_request(
-    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+    path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
-    path = tmp_path / "store"
-    await run_here(backend, path, embedder, "setup")
+    await kill_during(backend, path, embedder, "move", kill_at)
 
-    code = run_child(backend, path, "move", kill_at)
-    assert code == (0 if kill_at == 0 else -9)
-
-    store: VectorStore = await open_store(backend, path, embedder)
-    try:
-        service = MemoryService(store, embedder, SystemClock())
-        retry = WriteRequest(content="I moved to Paris", subject="agent-1", share_to=["team:1"], request_id="move-1")
-        outcome = await service.write(scope(TENANT, write=BOTH), retry)
-        memories = await everything(service)
-    finally:
-        await store.close()
+    retry = WriteRequest(content="I moved to Paris", subject="agent-1", share_to=["team:1"], request_id="move-1")
+    outcome, memories = await retry_here(backend, path, embedder, write_again(retry))
 
     assert outcome.status is WriteStatus.CREATED  # the first attempt's answer, never "duplicate"
     assert live(memories, "user:1") == ["I moved to Paris"]
@@ -106,12 +131,9 @@ async def test_a_supersession_killed_at_any_step_is_completed_by_the_retry_of_th
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kill_at", [1, 2, 0])  # before forgetting the copy, before the origin, not at all
 async def test_a_forget_killed_at_any_step_is_completed_by_its_retry(
-    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+    path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
-    path = tmp_path / "store"
-    await run_here(backend, path, embedder, "setup")
-
-    assert run_child(backend, path, "forget", kill_at) == (0 if kill_at == 0 else -9)
+    await kill_during(backend, path, embedder, "forget", kill_at)
     memories = await run_here(backend, path, embedder, "forget")
 
     assert [m.deleted_at is not None for m in memories] == [True, True]
@@ -121,22 +143,12 @@ async def test_a_forget_killed_at_any_step_is_completed_by_its_retry(
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kill_at", [1, 0])  # before the one batch that updates the origin and its copy, not at all
 async def test_an_update_in_place_killed_at_any_step_is_completed_by_the_retry_of_the_same_request(
-    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+    path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
-    path = tmp_path / "store"
-    await run_here(backend, path, embedder, "setup")
+    await kill_during(backend, path, embedder, "rephrase", kill_at)
 
-    assert run_child(backend, path, "rephrase", kill_at) == (0 if kill_at == 0 else -9)
-    store: VectorStore = await open_store(backend, path, embedder)
-    try:
-        service = MemoryService(store, embedder, SystemClock())
-        retry = WriteRequest(
-            content="I live in Berlin!", subject="agent-1", share_to=["team:1"], request_id="rephrase-1"
-        )
-        outcome = await service.write(scope(TENANT, write=BOTH), retry)
-        memories = await everything(service)
-    finally:
-        await store.close()
+    retry = WriteRequest(content="I live in Berlin!", subject="agent-1", share_to=["team:1"], request_id="rephrase-1")
+    outcome, memories = await retry_here(backend, path, embedder, write_again(retry))
 
     assert outcome.status is WriteStatus.UPDATED  # the first attempt's answer
     assert live(memories, "user:1") == live(memories, "team:1") == ["I live in Berlin!"]
@@ -146,13 +158,11 @@ async def test_an_update_in_place_killed_at_any_step_is_completed_by_the_retry_o
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kill_at", [1, 2, 0])  # before restoring the copy, before the origin, not at all
 async def test_a_restore_killed_at_any_step_is_completed_by_its_retry(
-    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+    path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
-    path = tmp_path / "store"
     await run_here(backend, path, embedder, "setup")
     await run_here(backend, path, embedder, "forget")
-
-    assert run_child(backend, path, "restore", kill_at) == (0 if kill_at == 0 else -9)
+    await kill_during(backend, path, embedder, "restore", kill_at, setup=False)
     memories = await run_here(backend, path, embedder, "restore")
 
     assert [m.deleted_at is None for m in memories] == [True, True]
@@ -162,11 +172,9 @@ async def test_a_restore_killed_at_any_step_is_completed_by_its_retry(
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kill_at", [1, 2, 3, 0])  # before each record of the batch, not at all
 async def test_an_import_killed_at_any_record_is_completed_by_its_retry_without_a_duplicate(
-    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+    path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
-    path = tmp_path / "store"
-
-    assert run_child(backend, path, "import", kill_at) == (0 if kill_at == 0 else -9)
+    await kill_during(backend, path, embedder, "import", kill_at, setup=False)
     memories = await run_here(backend, path, embedder, "import")
 
     assert sorted(m.content for m in memories) == sorted(IMPORTED)
@@ -178,22 +186,14 @@ KILLS = [1, -1, 0]  # just before the store call, just after it returned (nothin
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kill_at", KILLS)
 async def test_a_forced_write_with_a_copy_is_stored_once_by_its_retry_wherever_its_first_attempt_died(
-    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+    path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
-    path = tmp_path / "store"
-    await run_here(backend, path, embedder, "setup")
+    await kill_during(backend, path, embedder, "forced", kill_at)
 
-    assert run_child(backend, path, "forced", kill_at) == (0 if kill_at == 0 else -9)
-    store: VectorStore = await open_store(backend, path, embedder)
-    try:
-        service = MemoryService(store, embedder, SystemClock())
-        retry = WriteRequest(
-            content="I live in Berlin", subject="agent-1", share_to=["team:1"], force=True, request_id="forced-1"
-        )
-        outcome = await service.write(scope(TENANT, write=BOTH), retry)
-        memories = await everything(service)
-    finally:
-        await store.close()
+    retry = WriteRequest(
+        content="I live in Berlin", subject="agent-1", share_to=["team:1"], force=True, request_id="forced-1"
+    )
+    outcome, memories = await retry_here(backend, path, embedder, write_again(retry))
 
     forced = {m.namespace: m for m in memories if m.source.request_id == "forced-1"}
     assert len(memories) == 4  # the setup's memory and copy; the forced one and its copy, once each
@@ -206,19 +206,13 @@ async def test_a_forced_write_with_a_copy_is_stored_once_by_its_retry_wherever_i
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kill_at", KILLS)
 async def test_a_forced_batch_is_stored_once_by_its_retry_wherever_its_first_attempt_died(
-    tmp_path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
+    path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
-    path = tmp_path / "store"
-    await run_here(backend, path, embedder, "setup")
+    await kill_during(backend, path, embedder, "forced_batch", kill_at)
 
-    assert run_child(backend, path, "forced_batch", kill_at) == (0 if kill_at == 0 else -9)
-    store: VectorStore = await open_store(backend, path, embedder)
-    try:
-        service = MemoryService(store, embedder, SystemClock())
-        outcomes = await service.write_many(scope(TENANT, write=BOTH), forced_batch())
-        memories = await everything(service)
-    finally:
-        await store.close()
+    outcomes, memories = await retry_here(
+        backend, path, embedder, lambda service: service.write_many(scope(TENANT, write=BOTH), forced_batch())
+    )
 
     by_request = {m.source.request_id: m for m in memories}
     assert Counter(m.source.request_id for m in memories) == Counter(
@@ -231,21 +225,21 @@ async def test_a_forced_batch_is_stored_once_by_its_retry_wherever_its_first_att
 
 @pytest.mark.parametrize("kill_at", KILLS)
 async def test_a_recorded_event_is_stored_once_by_its_retry_wherever_its_first_attempt_died(
-    tmp_path: Path, embedder: WordLlamaEmbedder, kill_at: int
+    path: Path, embedder: WordLlamaEmbedder, kill_at: int
 ) -> None:
-    path = tmp_path / "store"
-    await run_here("edge", path, embedder, "setup")
+    await kill_during("edge", path, embedder, "event", kill_at)
 
-    assert run_child("edge", path, "event", kill_at) == (0 if kill_at == 0 else -9)
-    store: VectorStore = await open_store("edge", path, embedder)
-    events = SqliteEventStore.open(events_file(path))
-    try:
-        sessions = agent_sessions(MemoryService(store, embedder, SystemClock()), events)
-        outcome = await sessions.record(scope(TENANT, write=BOTH), replace(EVENT, request_id="event-1"))
-        stored = await events.events(scope(TENANT, read=["user:1"]), "user:1", "s1")
-    finally:
-        await events.close()
-        await store.close()
+    async def record_again(service: MemoryService) -> tuple[EventOutcome, list[Event]]:
+        events = SqliteEventStore.open(events_file(path))
+        try:
+            outcome = await agent_sessions(service, events).record(
+                scope(TENANT, write=BOTH), replace(EVENT, request_id="event-1")
+            )
+            return outcome, await events.events(scope(TENANT, read=["user:1"]), "user:1", "s1")
+        finally:
+            await events.close()
+
+    (outcome, stored), _ = await retry_here("edge", path, embedder, record_again)
 
     assert stored == [outcome.event]
     assert (outcome.event.request_id, outcome.event.content) == ("event-1", EVENT.content)

@@ -85,11 +85,6 @@ def recorded(store: EdgeVectorStore) -> Recorder:
     return recorder
 
 
-@pytest.fixture
-def writer(acme: str) -> NamespaceScope:
-    return scope(acme, write=["user:1", "user:2", "team:1"])
-
-
 async def put(store: EdgeVectorStore, who: NamespaceScope, *memories: Memory) -> None:
     """Each memory a little farther from `NEAR` and holding the keyword once more than the one before (no ties)."""
     await store.upsert(

@@ -24,17 +24,11 @@ from memory.ports import ListQuery, RecallFilter
 from memory.scope import NamespaceScope
 from memory.stores.common import IDF_NAMESPACE_LIMIT
 from memory.stores.edge import EdgeVectorStore
-from tests.memory.conftest import START, make_memory, scope
+from tests.memory.conftest import START, assert_get_is_scoped, assert_pages_of_three, make_memory, scope
 
 pytestmark = pytest.mark.anyio
 
 NOW = START + timedelta(days=1)
-
-
-@pytest.fixture
-def writer(acme: str) -> NamespaceScope:
-    """Reads and writes three namespaces of the test's `acme` tenant."""
-    return scope(acme, write=["user:1", "user:2", "team:1"])
 
 
 async def put(store: EdgeVectorStore, embedder: WordLlamaEmbedder, who: NamespaceScope, *memories: Memory) -> None:
@@ -63,11 +57,7 @@ async def test_get_from_another_tenant_or_a_scope_without_the_namespace_returns_
     memory = make_memory("The user lives in Lisbon", tenant=acme)
     await put(store, embedder, writer, memory)
 
-    assert await store.get(scope(globex, write=["user:1"]), memory.id) is None
-    assert await store.get(scope(globex, admin=True), memory.id) is None
-    assert await store.get(scope(acme, read=["user:2"]), memory.id) is None
-    assert await store.get(scope(acme, read=["user:1"]), memory.id) == memory
-    assert await store.get(scope(acme, admin=True), memory.id) == memory
+    await assert_get_is_scoped(store, memory, acme, globex)
 
 
 # -- search filters --------------------------------------------------------------------------------------------
@@ -100,18 +90,7 @@ async def test_list_pages_through_memories_in_creation_order_with_the_cursor_id(
     random.Random(7).shuffle(shuffled)
     await put(store, embedder, writer, *shuffled)
 
-    pages: list[list[str]] = []
-    after: str | None = None
-    while True:
-        page, cursor = await store.list(writer, ListQuery(("user:1",), None, False, 3, after))
-        pages.append([m.id for m in page])
-        if cursor is None:
-            break
-        assert cursor == memories[3 * len(pages)].id  # the cursor is the id the next page starts at
-        after = cursor
-
-    assert [len(p) for p in pages] == [3, 3, 1]
-    assert [i for p in pages for i in p] == [m.id for m in memories]
+    await assert_pages_of_three(store, writer, memories)
 
 
 # -- writes under a scope --------------------------------------------------------------------------------------

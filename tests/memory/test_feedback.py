@@ -18,7 +18,7 @@ from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from memory.text.words import tokenize
-from tests.memory.conftest import START, make_memory, scope
+from tests.memory.conftest import START, make_memory
 
 pytestmark = pytest.mark.anyio
 KEYWORDS = Bm25Encoder()
@@ -106,11 +106,6 @@ def test_the_keyword_search_decides_every_candidates_keyword_score_and_each_keep
     ]
     assert [m.terms for m in merged] == [first[0].terms, first[1].terms, newcomer.terms]  # feedback reads them
     assert all(m.terms for m in merged)
-
-
-@pytest.fixture
-def me(acme: str) -> NamespaceScope:
-    return scope(acme, write=["user:1"])
 
 
 async def test_feedback_finds_a_memory_that_shares_no_word_with_the_question_but_many_with_its_best_matches(

@@ -14,7 +14,6 @@ from memory.requests import RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
-from tests.memory.conftest import scope
 
 pytestmark = pytest.mark.anyio
 
@@ -38,11 +37,6 @@ CHINESE = [
     "我对花生过敏",
     "老板下个月去深圳出差",
 ]
-
-
-@pytest.fixture
-def me(acme: str) -> NamespaceScope:
-    return scope(acme, write=["user:1"])
 
 
 def services(store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock) -> dict[str, MemoryService]:

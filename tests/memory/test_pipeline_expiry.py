@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from memory.pipeline.expiry import find_expiry
+from memory.pipeline.expiry import TimeBound, find_expiry
 
 MONDAY = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)  # Monday 4 May 2026
 SHANGHAI = timezone(timedelta(hours=8))
@@ -15,6 +15,13 @@ SHANGHAI = timezone(timedelta(hours=8))
 
 def end_of(year: int, month: int, day: int, tz: timezone = UTC) -> datetime:
     return datetime(year, month, day, tzinfo=tz) + timedelta(days=1)
+
+
+def expiry_of(content: str, now: datetime = MONDAY) -> TimeBound:
+    """The expiry `find_expiry` finds in `content` said at `now`; there must be one."""
+    bound = find_expiry(content, now)
+    assert bound is not None
+    return bound
 
 
 @pytest.mark.parametrize(
@@ -38,10 +45,7 @@ def end_of(year: int, month: int, day: int, tz: timezone = UTC) -> datetime:
     ],
 )
 def test_english_time_phrases_expire_at_the_end_of_the_day_they_name(content: str, expires: datetime) -> None:
-    bound = find_expiry(content, MONDAY)
-
-    assert bound is not None
-    assert bound.expires_at == expires
+    assert expiry_of(content).expires_at == expires
 
 
 @pytest.mark.parametrize(
@@ -63,10 +67,7 @@ def test_english_time_phrases_expire_at_the_end_of_the_day_they_name(content: st
 def test_chinese_time_phrases_expire_at_the_end_of_that_day_in_the_turns_time_zone(
     content: str, expires: datetime
 ) -> None:
-    bound = find_expiry(content, MONDAY.astimezone(SHANGHAI))
-
-    assert bound is not None
-    assert bound.expires_at == expires
+    assert expiry_of(content, MONDAY.astimezone(SHANGHAI)).expires_at == expires
 
 
 @pytest.mark.parametrize(
@@ -118,10 +119,7 @@ def test_a_day_that_may_be_today_or_past_sets_nothing_in_a_past_conditional_or_o
 def test_the_tense_that_counts_is_the_phrases_own_sentence_and_future_only_phrases_ignore_it(
     content: str, expires: datetime
 ) -> None:
-    bound = find_expiry(content, MONDAY)
-
-    assert bound is not None
-    assert bound.expires_at == expires
+    assert expiry_of(content).expires_at == expires
 
 
 @pytest.mark.parametrize(
@@ -231,10 +229,7 @@ def test_a_duration_an_idiom_or_a_habit_is_no_plan(content: str) -> None:
     ],
 )
 def test_plans_beside_chit_chat_and_questions_still_expire(content: str, expires: datetime) -> None:
-    bound = find_expiry(content, MONDAY)
-
-    assert bound is not None
-    assert bound.expires_at == expires
+    assert expiry_of(content).expires_at == expires
 
 
 def test_of_several_days_the_latest_wins_and_the_rule_and_phrase_are_reported() -> None:
@@ -251,17 +246,14 @@ def test_of_several_days_the_latest_wins_and_the_rule_and_phrase_are_reported() 
 def test_a_date_without_a_year_means_the_nearest_one_so_january_said_in_december_is_next_year() -> None:
     december = datetime(2026, 12, 20, 9, 0, tzinfo=UTC)
 
-    bound = find_expiry("The flight is on Jan 3", december)
-
-    assert bound is not None
-    assert bound.expires_at == end_of(2027, 1, 3)
+    assert expiry_of("The flight is on Jan 3", december).expires_at == end_of(2027, 1, 3)
 
 
 def test_next_weekday_means_that_day_of_the_following_week_even_late_in_the_week() -> None:
     saturday = datetime(2026, 5, 9, 12, 0, tzinfo=UTC)
 
-    assert find_expiry("next Monday", saturday).expires_at == end_of(2026, 5, 11)  # type: ignore[union-attr]
-    assert find_expiry("下周一", saturday).expires_at == end_of(2026, 5, 11)  # type: ignore[union-attr]
+    assert expiry_of("next Monday", saturday).expires_at == end_of(2026, 5, 11)
+    assert expiry_of("下周一", saturday).expires_at == end_of(2026, 5, 11)
 
 
 # -- issue #13: only a statement about a time after it expires ------------------------------------------------
@@ -279,10 +271,7 @@ def test_next_weekday_means_that_day_of_the_following_week_even_late_in_the_week
     ],
 )
 def test_plans_appointments_deadlines_and_reminders_about_a_later_time_expire(content: str, expires: datetime) -> None:
-    bound = find_expiry(content, MONDAY)
-
-    assert bound is not None
-    assert bound.expires_at == expires
+    assert expiry_of(content).expires_at == expires
 
 
 @pytest.mark.parametrize(
@@ -358,17 +347,11 @@ def test_a_question_about_a_later_time_is_not_the_writers_plan(content: str) -> 
 
 
 def test_a_question_asking_for_a_reminder_is_a_reminder() -> None:
-    bound = find_expiry("Can you remind me tomorrow to call the bank?", MONDAY)
-
-    assert bound is not None
-    assert bound.expires_at == end_of(2026, 5, 5)
+    assert expiry_of("Can you remind me tomorrow to call the bank?").expires_at == end_of(2026, 5, 5)
 
 
 def test_chinese_sentences_end_at_their_own_marks_so_a_later_question_does_not_cancel_a_plan() -> None:
-    bound = find_expiry("我明天要去北京。你去过北京吗？", MONDAY)
-
-    assert bound is not None
-    assert bound.day.isoformat() == "2026-05-05"
+    assert expiry_of("我明天要去北京。你去过北京吗？").day.isoformat() == "2026-05-05"
 
 
 @pytest.mark.parametrize(
@@ -387,10 +370,7 @@ def test_chinese_sentences_end_at_their_own_marks_so_a_later_question_does_not_c
     ],
 )
 def test_a_range_ends_on_its_last_day_and_what_happens_otherwise_is_no_plan(content: str, expires: datetime) -> None:
-    bound = find_expiry(content, MONDAY)
-
-    assert bound is not None
-    assert bound.expires_at == expires
+    assert expiry_of(content).expires_at == expires
 
 
 @pytest.mark.parametrize(

@@ -191,11 +191,6 @@ def test_when_no_candidate_stands_out_all_are_equally_relevant() -> None:
     assert conversation_relevance([a, b], [0.0, 0.0], context=0.3, session=0.3) == [1.0, 1.0]
 
 
-@pytest.fixture
-def me(acme: str) -> NamespaceScope:
-    return scope(acme, write=["user:1"])
-
-
 async def test_a_write_in_a_session_follows_the_previous_memory_of_that_session(
     store: EdgeVectorStore, embedder: WordLlamaEmbedder, clock: ManualClock, me: NamespaceScope
 ) -> None:

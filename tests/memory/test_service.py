@@ -25,12 +25,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def me(acme: str) -> NamespaceScope:
-    """The caller: reads and writes `user:1` of the test's `acme` tenant."""
-    return scope(acme, write=["user:1"])
-
-
-@pytest.fixture
 def other(globex: str) -> NamespaceScope:
     """A caller of another tenant with the same namespace grant."""
     return scope(globex, write=["user:1"])

@@ -24,11 +24,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def me(acme: str) -> NamespaceScope:
-    return scope(acme, write=["user:1"])
-
-
-@pytest.fixture
 def working(clock: ManualClock) -> InProcessWorkingMemory:
     return InProcessWorkingMemory(clock)
 

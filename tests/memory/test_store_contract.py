@@ -33,7 +33,15 @@ from memory.stores.edge import EdgeVectorStore
 from memory.stores.qdrant_collection import collection_name
 from memory.stores.qdrant_server import DENSE, SPARSE, QdrantServerStore
 from memory.stores.switchable import SwitchableStore
-from tests.memory.conftest import START, everything, make_memory, scope
+from tests.memory.conftest import (
+    START,
+    assert_get_is_scoped,
+    assert_pages_of_three,
+    everything,
+    make_memory,
+    outsiders,
+    scope,
+)
 
 pytestmark = [
     pytest.mark.anyio,
@@ -133,12 +141,6 @@ def backend(shared_location: Location) -> str:
     return shared_location.backend
 
 
-@pytest.fixture
-def writer(acme: str) -> NamespaceScope:
-    """Reads and writes three namespaces of the test's `acme` tenant."""
-    return scope(acme, write=["user:1", "user:2", "team:1"])
-
-
 def vec(axis: int | None = None) -> list[float]:
     """A hand-made vector: a little of every axis, and much of `axis` if given."""
     vector = [0.1] * DIM
@@ -209,11 +211,7 @@ async def test_get_returns_none_to_another_tenant_and_to_a_scope_without_the_nam
     memory = make_memory("The user lives in Lisbon", tenant=acme)
     await put(store, writer, memory)
 
-    assert await store.get(scope(globex, write=["user:1"]), memory.id) is None
-    assert await store.get(scope(globex, admin=True), memory.id) is None
-    assert await store.get(scope(acme, read=["user:2"]), memory.id) is None
-    assert await store.get(scope(acme, read=["user:1"]), memory.id) == memory
-    assert await store.get(scope(acme, admin=True), memory.id) == memory
+    await assert_get_is_scoped(store, memory, acme, globex)
 
 
 async def test_get_many_returns_the_readable_memories_of_the_ids_deleted_or_not_and_none_of_another_tenant(
@@ -686,18 +684,7 @@ async def test_list_pages_through_memories_in_id_order_and_the_cursor_is_the_fir
     random.Random(7).shuffle(shuffled)
     await put(store, writer, *shuffled)
 
-    pages: list[list[str]] = []
-    after: str | None = None
-    while True:
-        page, cursor = await store.list(writer, ListQuery(("user:1",), None, False, 3, after))
-        pages.append([m.id for m in page])
-        if cursor is None:
-            break
-        assert cursor == memories[3 * len(pages)].id
-        after = cursor
-
-    assert [len(p) for p in pages] == [3, 3, 1]
-    assert [i for p in pages for i in p] == [m.id for m in memories]
+    await assert_pages_of_three(store, writer, memories)
 
 
 async def test_list_hides_deleted_memories_unless_include_deleted(
@@ -899,9 +886,8 @@ async def test_record_access_from_another_tenant_or_namespace_changes_nothing(
     memory = make_memory("The user likes tea", tenant=acme)
     await put(store, writer, memory)
 
-    await store.record_access(scope(globex, write=["user:1"]), [memory.id], NOW)
-    await store.record_access(scope(globex, admin=True), [memory.id], NOW)
-    await store.record_access(scope(acme, read=["user:2"]), [memory.id], NOW)
+    for outsider in outsiders(acme, globex):
+        await store.record_access(outsider, [memory.id], NOW)
 
     assert await store.get(writer, memory.id) == memory
 

@@ -24,7 +24,7 @@ from memory.validation import parse_instant
 from memory.values import MAX_JSON_DEPTH, check_json_value
 from memory.working.in_process import InProcessWorkingMemory
 from memory.working.service import SessionService
-from tests.memory.conftest import START, everything, scope
+from tests.memory.conftest import START, everything
 
 pytestmark = pytest.mark.anyio
 
@@ -35,11 +35,6 @@ def nested(depth: int) -> Any:
     for _ in range(depth - 1):
         value = [value]
     return value
-
-
-@pytest.fixture
-def me(acme: str) -> NamespaceScope:
-    return scope(acme, write=["user:1"])
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@ and first person is the writer in a shared namespace, or the speaker a write giv
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
 from memory.clock import ManualClock
@@ -22,6 +24,24 @@ def team(acme: str) -> NamespaceScope:
 
 async def write(service: MemoryService, who: NamespaceScope, content: str, subject: str, **kw: bool) -> WriteOutcome:
     return await service.write(who, WriteRequest(content=content, subject=subject, namespace="shared:team", **kw))
+
+
+async def berlin_then_paris(
+    say: Callable[[MemoryService, NamespaceScope, str, str], Awaitable[WriteOutcome]],
+    service: MemoryService,
+    clock: ManualClock,
+    team: NamespaceScope,
+    people: tuple[str, str, str, str],
+) -> tuple[WriteOutcome, WriteOutcome]:
+    """The first of `people` lives in Berlin, the second, a minute later, in Paris; the third and fourth say the same
+    in Chinese. Returns the outcomes of the two writes about Paris."""
+    await say(service, team, "I live in Berlin", people[0])
+    clock.advance(60)
+    paris = await say(service, team, "I live in Paris", people[1])
+    await say(service, team, "我住在柏林", people[2])
+    clock.advance(60)
+    paris_zh = await say(service, team, "我住在巴黎", people[3])
+    return paris, paris_zh
 
 
 async def test_a_forced_write_neither_merges_nor_supersedes(
@@ -53,12 +73,7 @@ async def test_the_same_write_without_force_supersedes_and_merges(
 async def test_two_writers_first_person_statements_in_a_shared_namespace_both_stay(
     service: MemoryService, clock: ManualClock, team: NamespaceScope
 ) -> None:
-    await write(service, team, "I live in Berlin", "bob")
-    clock.advance(60)
-    paris = await write(service, team, "I live in Paris", "alice")
-    await write(service, team, "我住在柏林", "bob")
-    clock.advance(60)
-    paris_zh = await write(service, team, "我住在巴黎", "alice")
+    paris, paris_zh = await berlin_then_paris(write, service, clock, team, ("bob", "alice", "bob", "alice"))
 
     assert paris.superseded == [] and paris_zh.superseded == []
 
@@ -72,12 +87,7 @@ async def said(service: MemoryService, who: NamespaceScope, content: str, speake
 async def test_two_speakers_i_live_in_x_given_in_metadata_in_one_namespace_do_not_supersede_each_other(
     service: MemoryService, clock: ManualClock, team: NamespaceScope
 ) -> None:
-    await said(service, team, "I live in Berlin", "Bob")
-    clock.advance(60)
-    paris = await said(service, team, "I live in Paris", "Alice")
-    await said(service, team, "我住在柏林", "小王")
-    clock.advance(60)
-    paris_zh = await said(service, team, "我住在巴黎", "小李")
+    paris, paris_zh = await berlin_then_paris(said, service, clock, team, ("Bob", "Alice", "小王", "小李"))
 
     assert paris.superseded == [] and paris_zh.superseded == []
     assert paris.memory.attributes == ["alice|lives_in"]

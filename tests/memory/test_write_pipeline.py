@@ -27,11 +27,6 @@ from tests.memory.conftest import START, everything, scope
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def me(acme: str) -> NamespaceScope:
-    return scope(acme, write=["user:1"])
-
-
 async def write(service: MemoryService, who: NamespaceScope, content: str, **kwargs: Any) -> WriteOutcome:
     return await service.write(who, WriteRequest(content=content, subject="agent-1", **kwargs))
 

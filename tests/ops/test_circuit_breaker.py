@@ -29,6 +29,16 @@ def fail(b: CircuitBreaker, times: int = 1) -> None:
         b.failed(admission, NO_ANSWER)
 
 
+def cooled_down_probe(clock: Clock) -> tuple[CircuitBreaker, Admission]:
+    """A breaker opened by three failures in a row, its cool-down over, and the probe it then admitted."""
+    b = breaker(clock)
+    fail(b, 3)
+    clock.now += 5
+    probe = b.admit()
+    assert probe is not None
+    return b, probe
+
+
 def test_it_opens_after_threshold_failures_in_a_row_and_an_answer_between_resets_the_count() -> None:
     clock = Clock()
     b = breaker(clock)
@@ -63,11 +73,7 @@ def test_after_the_cooldown_one_call_probes_and_its_answer_closes_it() -> None:
 
 def test_a_probe_without_answer_opens_it_for_another_cooldown() -> None:
     clock = Clock()
-    b = breaker(clock)
-    fail(b, 3)
-    clock.now += 5
-    probe = b.admit()
-    assert probe is not None
+    b, probe = cooled_down_probe(clock)
     clock.now += 1
     b.failed(probe, NO_ANSWER)
     assert b.state is BreakerState.OPEN
@@ -79,11 +85,7 @@ def test_a_probe_without_answer_opens_it_for_another_cooldown() -> None:
 
 def test_a_cancelled_probe_leaves_no_verdict_and_the_next_call_probes() -> None:
     clock = Clock()
-    b = breaker(clock)
-    fail(b, 3)
-    clock.now += 5
-    probe = b.admit()
-    assert probe is not None
+    b, probe = cooled_down_probe(clock)
     b.abandoned(probe)
     assert b.state is BreakerState.HALF_OPEN  # its cool-down is still over
     assert b.admit() == Admission(probe=True)

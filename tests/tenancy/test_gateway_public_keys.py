@@ -13,17 +13,11 @@ from starlette.applications import Starlette
 
 from gateway.web.app import create_app, jwt_settings
 from ops.config import Settings
+from tests.conftest import HEADERS, INITIALIZE
 from tests.tenancy.conftest import TEST_SECRET
 from tests.tenancy.signing import JwksServer, KeyPair, hmac_token
 
 PayloadFactory = Callable[..., dict[str, Any]]
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def settings(data_dir: Path, **values: Any) -> Settings:

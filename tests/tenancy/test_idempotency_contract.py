@@ -6,7 +6,7 @@ completed records by subject or by a value their response holds, leaving running
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -88,8 +88,9 @@ async def test_a_second_completion_does_not_replace_the_first_response(store: Id
     assert await store.begin(KEY, "fp-1") == Replay(RESPONSE)
 
 
-async def test_a_call_racing_an_in_flight_one_waits_and_replays_its_response(store: IdempotencyStore) -> None:
-    assert await store.begin(KEY, "fp-1") == Started()
+async def retried_while(store: IdempotencyStore, meanwhile: Callable[[], Awaitable[None]]) -> list[Claim]:
+    """Begin the claimed call again in a task; once it waits (having got nothing yet), run `meanwhile`; return
+    what the retry got."""
     results: list[Claim] = []
 
     async def retry() -> None:
@@ -99,7 +100,15 @@ async def test_a_call_racing_an_in_flight_one_waits_and_replays_its_response(sto
         tg.start_soon(retry)
         await anyio.wait_all_tasks_blocked()
         assert results == []
-        await store.complete(KEY, "fp-1", RESPONSE)
+        await meanwhile()
+
+    return results
+
+
+async def test_a_call_racing_an_in_flight_one_waits_and_replays_its_response(store: IdempotencyStore) -> None:
+    assert await store.begin(KEY, "fp-1") == Started()
+
+    results = await retried_while(store, lambda: store.complete(KEY, "fp-1", RESPONSE))
 
     assert results == [Replay(RESPONSE)]
 
@@ -137,15 +146,8 @@ async def test_abandoning_a_claim_lets_the_next_call_start(store: IdempotencySto
 
 async def test_a_waiting_call_takes_over_a_claim_that_is_abandoned(store: IdempotencyStore) -> None:
     await store.begin(KEY, "fp-1")
-    results: list[Claim] = []
 
-    async def retry() -> None:
-        results.append(await store.begin(KEY, "fp-1"))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(retry)
-        await anyio.wait_all_tasks_blocked()
-        await store.abandon(KEY)
+    results = await retried_while(store, lambda: store.abandon(KEY))
 
     assert results == [Started()]
 

@@ -33,6 +33,13 @@ def jwks_verifier(server: JwksServer, clock: FakeMonotonic, **overrides: Any) ->
     return JwtVerifier(JwtSettings(**(options | overrides)), clock=clock)
 
 
+@pytest.fixture
+def verifier(jwks_server: JwksServer, monotonic: FakeMonotonic) -> JwtVerifier:
+    """A verifier of the test's JWKS server with the default options; it fetches the keys on its first token, so
+    the test may publish them after asking for it."""
+    return jwks_verifier(jwks_server, monotonic)
+
+
 def rejection(verifier: JwtVerifier, token: str) -> str:
     with pytest.raises(AuthenticationFailed) as info:
         verifier.verify(token)
@@ -45,12 +52,12 @@ def rejection(verifier: JwtVerifier, token: str) -> str:
 def test_rs256_and_es256_tokens_from_the_jwks_are_accepted_with_a_single_fetch(
     jwks_server: JwksServer,
     monotonic: FakeMonotonic,
+    verifier: JwtVerifier,
     rsa_old: KeyPair,
     ec_p256: KeyPair,
     make_payload: PayloadFactory,
 ) -> None:
     jwks_server.publish(rsa_old, ec_p256)
-    verifier = jwks_verifier(jwks_server, monotonic)
 
     for _ in range(5):
         assert verifier.verify(rsa_old.sign(make_payload(sub="rsa-agent"))).subject == "rsa-agent"
@@ -61,10 +68,13 @@ def test_rs256_and_es256_tokens_from_the_jwks_are_accepted_with_a_single_fetch(
 
 
 def test_keys_are_refetched_once_the_cache_has_expired(
-    jwks_server: JwksServer, monotonic: FakeMonotonic, rsa_old: KeyPair, make_payload: PayloadFactory
+    jwks_server: JwksServer,
+    monotonic: FakeMonotonic,
+    verifier: JwtVerifier,
+    rsa_old: KeyPair,
+    make_payload: PayloadFactory,
 ) -> None:
     jwks_server.publish(rsa_old)
-    verifier = jwks_verifier(jwks_server, monotonic)
     token = rsa_old.sign(make_payload())
 
     verifier.verify(token)
@@ -78,10 +88,9 @@ def test_keys_are_refetched_once_the_cache_has_expired(
 
 
 def test_a_jwks_token_without_kid_is_rejected(
-    jwks_server: JwksServer, monotonic: FakeMonotonic, rsa_old: KeyPair, make_payload: PayloadFactory
+    jwks_server: JwksServer, verifier: JwtVerifier, rsa_old: KeyPair, make_payload: PayloadFactory
 ) -> None:
     jwks_server.publish(rsa_old)
-    verifier = jwks_verifier(jwks_server, monotonic)
     assert rejection(verifier, rsa_old.sign(make_payload(), kid=None)) == "no_kid"
     assert rejection(verifier, rsa_old.sign(make_payload(), kid="k" * 300)) == "no_kid"
     assert jwks_server.requests == 0
@@ -105,23 +114,21 @@ def test_a_jwk_without_alg_verifies_any_allowed_algorithm_of_its_key_type(
 
 
 def test_a_hs256_token_is_refused_even_if_the_jwks_publishes_a_symmetric_key(
-    jwks_server: JwksServer, monotonic: FakeMonotonic, make_payload: PayloadFactory
+    jwks_server: JwksServer, verifier: JwtVerifier, make_payload: PayloadFactory
 ) -> None:
     secret = b"s" * 64
     jwks_server.publish({"kty": "oct", "kid": "hmac", "k": "c" * 86, "alg": "HS256"})
-    verifier = jwks_verifier(jwks_server, monotonic)
     assert rejection(verifier, hmac_token(make_payload(), secret, kid="hmac")) == "algorithm_not_allowed"
 
 
 def test_the_jku_header_is_never_followed(
-    jwks_server: JwksServer, monotonic: FakeMonotonic, rsa_old: KeyPair, make_payload: PayloadFactory
+    jwks_server: JwksServer, verifier: JwtVerifier, rsa_old: KeyPair, make_payload: PayloadFactory
 ) -> None:
     attacker_jwks = JwksServer()
     try:
         forged_key = rsa_key("forged")
         attacker_jwks.publish(forged_key)
         jwks_server.publish(rsa_old)
-        verifier = jwks_verifier(jwks_server, monotonic)
         token = forged_key.sign(make_payload(), kid="forged")
         token_with_jku = forged_key.sign(make_payload(), headers={"jku": attacker_jwks.url, "x5u": attacker_jwks.url})
 
@@ -138,12 +145,12 @@ def test_the_jku_header_is_never_followed(
 def test_rotation_old_and_new_keys_are_valid_together_then_the_removed_key_expires_with_the_cache(
     jwks_server: JwksServer,
     monotonic: FakeMonotonic,
+    verifier: JwtVerifier,
     rsa_old: KeyPair,
     rsa_new: KeyPair,
     make_payload: PayloadFactory,
 ) -> None:
     jwks_server.publish(rsa_old, rsa_new)
-    verifier = jwks_verifier(jwks_server, monotonic)
     old_token = rsa_old.sign(make_payload(sub="old"))
     new_token = rsa_new.sign(make_payload(sub="new"))
 
@@ -164,12 +171,12 @@ def test_rotation_old_and_new_keys_are_valid_together_then_the_removed_key_expir
 def test_a_key_added_to_the_jwks_is_picked_up_by_the_refetch_on_its_unknown_kid(
     jwks_server: JwksServer,
     monotonic: FakeMonotonic,
+    verifier: JwtVerifier,
     rsa_old: KeyPair,
     rsa_new: KeyPair,
     make_payload: PayloadFactory,
 ) -> None:
     jwks_server.publish(rsa_old)
-    verifier = jwks_verifier(jwks_server, monotonic)
     verifier.verify(rsa_old.sign(make_payload()))
 
     jwks_server.publish(rsa_old, rsa_new)
@@ -233,10 +240,13 @@ async def test_a_flood_of_unknown_kids_causes_at_most_one_fetch_per_refresh_inte
 
 
 def test_failed_fetches_are_rate_limited_as_well(
-    jwks_server: JwksServer, monotonic: FakeMonotonic, rsa_old: KeyPair, make_payload: PayloadFactory
+    jwks_server: JwksServer,
+    monotonic: FakeMonotonic,
+    verifier: JwtVerifier,
+    rsa_old: KeyPair,
+    make_payload: PayloadFactory,
 ) -> None:
     jwks_server.status = 503
-    verifier = jwks_verifier(jwks_server, monotonic)
     token = rsa_old.sign(make_payload())
 
     for _ in range(20):
@@ -273,10 +283,9 @@ async def test_jwks_server_down_rejects_the_token_without_an_exception(
     ids=["html", "no-keys-member", "json-array", "not-utf8", "keys-not-a-list", "too-big"],
 )
 def test_a_malformed_jwks_document_rejects_the_token(
-    body: bytes, jwks_server: JwksServer, monotonic: FakeMonotonic, rsa_old: KeyPair, make_payload: PayloadFactory
+    body: bytes, jwks_server: JwksServer, verifier: JwtVerifier, rsa_old: KeyPair, make_payload: PayloadFactory
 ) -> None:
     jwks_server.body = body
-    verifier = jwks_verifier(jwks_server, monotonic)
     assert rejection(verifier, rsa_old.sign(make_payload())) == "jwks_unavailable"
 
 

@@ -189,13 +189,21 @@ def _result_of(result: Event) -> dict[str, Any]:
     return {"result": result.content, "result_at": result.occurred_at, "result_metadata": result.metadata}
 
 
-async def test_re_appending_an_event_id_returns_the_stored_event_and_changes_nothing(
+async def an_event_then_a_call_and_its_result(
     events_store: EventStore, me: NamespaceScope
-) -> None:
+) -> tuple[Event, Event, Event]:
+    """Append a message, then a tool call and its result in session `s1` of `user:1`; return the three as made."""
     first = event(1)
     call, result = event(2, kind="tool_call", call="c"), event(3, kind="tool_result", call="c")
     for e in (first, call, result):
         await events_store.append(me, e)
+    return first, call, result
+
+
+async def test_re_appending_an_event_id_returns_the_stored_event_and_changes_nothing(
+    events_store: EventStore, me: NamespaceScope
+) -> None:
+    first, call, result = await an_event_then_a_call_and_its_result(events_store, me)
     before = await events_store.session(me, "user:1", "s1")
 
     retried = await events_store.append(me, replace(first, content="changed", recorded_at=at(99)))
@@ -216,10 +224,7 @@ def again(made: Event, seconds: float, **changes: Any) -> Event:
 async def test_an_append_under_a_new_id_with_a_stored_request_id_returns_what_the_first_append_stored(
     events_store: EventStore, me: NamespaceScope
 ) -> None:
-    first = event(1)
-    call, result = event(2, kind="tool_call", call="c"), event(3, kind="tool_result", call="c")
-    for e in (first, call, result):
-        await events_store.append(me, e)
+    first, call, result = await an_event_then_a_call_and_its_result(events_store, me)
     before = await events_store.session(me, "user:1", "s1")
     bound = replace(call, **_result_of(result))
 

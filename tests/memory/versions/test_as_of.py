@@ -22,11 +22,6 @@ pytestmark = pytest.mark.anyio
 JAN, APR, AUG = START, START + timedelta(days=90), START + timedelta(days=210)
 
 
-@pytest.fixture
-def me(acme: str) -> NamespaceScope:
-    return scope(acme, write=["user:1"])
-
-
 async def said(service: MemoryService, who: NamespaceScope, content: str, at: datetime) -> WriteOutcome:
     return await service.write(who, WriteRequest(content=content, subject="agent-1", occurred_at=at))
 
