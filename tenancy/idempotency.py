@@ -74,15 +74,21 @@ _POLL_FIRST = 0.005
 _POLL_MAX = 0.1
 
 
-async def run_claimed(store: IdempotencyStore, key: IdempotencyKey, operation: Callable[[], Awaitable[T]]) -> T:
-    """Run `operation`, the call that got `Started` for `key`, renewing its claim every third of the store's
-    lease until it returns; its exceptions propagate unchanged. A renewal that fails (the store is briefly
-    unreachable) is logged and tried again at the next tick."""
+async def run_claimed(
+    store: IdempotencyStore,
+    keys: IdempotencyKey | Collection[IdempotencyKey],
+    operation: Callable[[], Awaitable[T]],
+) -> T:
+    """Run `operation`, the call that got `Started` for `keys` (one key, or one per item of a batch), renewing
+    their claims every third of the store's lease until it returns; its exceptions propagate unchanged. A renewal
+    that fails (the store is briefly unreachable) is logged and tried again at the next tick; a claim the store no
+    longer holds is not renewed again."""
+    held = [keys] if isinstance(keys, IdempotencyKey) else list(keys)
     outcome: list[T] = []
     failure: list[Exception] = []
     done = anyio.Event()
     async with anyio.create_task_group() as task_group:
-        task_group.start_soon(_keep_renewing, store, key, done)
+        task_group.start_soon(_keep_renewing, store, held, done)
         try:
             outcome.append(await operation())
         except Exception as exc:  # re-raised below: raised inside the task group it would come out as a group
@@ -94,22 +100,28 @@ async def run_claimed(store: IdempotencyStore, key: IdempotencyKey, operation: C
     return outcome[0]
 
 
-async def _keep_renewing(store: IdempotencyStore, key: IdempotencyKey, done: anyio.Event) -> None:
+async def _keep_renewing(store: IdempotencyStore, keys: list[IdempotencyKey], done: anyio.Event) -> None:
     interval = store.lease_seconds / 3
-    while True:
+    while keys:
         with anyio.move_on_after(interval):
             await done.wait()
         if done.is_set():
             return
         with anyio.CancelScope(shield=True):  # never cancelled half-way: a client may not survive that
-            try:
-                held = await store.renew(key)
-            except BackendUnavailable as exc:
-                logger.warning("could not renew an idempotency claim (%s); retrying", exc.message)
-                continue
-        if not held:
-            logger.warning("an idempotency claim ran out while its call was running; a retry may run it too")
-            return
+            keys = [key for key in keys if await _renewed(store, key)]
+
+
+async def _renewed(store: IdempotencyStore, key: IdempotencyKey) -> bool:
+    """Whether the claim on `key` is still held after renewing it (True when the store is briefly unreachable:
+    tried again at the next tick)."""
+    try:
+        held = await store.renew(key)
+    except BackendUnavailable as exc:
+        logger.warning("could not renew an idempotency claim (%s); retrying", exc.message)
+        return True
+    if not held:
+        logger.warning("an idempotency claim ran out while its call was running; a retry may run it too")
+    return held
 
 
 @dataclass

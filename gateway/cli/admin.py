@@ -14,8 +14,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TextIO
 
 import anyio
@@ -108,33 +108,47 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
     return tool_body(tool, await client.call_tool(tool, arguments))
 
 
-async def export_pages(client: Client, tool: str, arguments: dict[str, Any], items: str, out: TextIO, bar: Any) -> int:
-    """Every page of an export tool written as JSONL lines (one per item), following `next_cursor`."""
-    count, cursor = 0, None
+async def pages(client: Client, tool: str, arguments: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    """Every answer of a paged tool, calling it again with each `next_cursor` until it gives none."""
+    cursor = None
     while True:
         page = await call(client, tool, {**arguments, "cursor": cursor})
+        yield page
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return
+
+
+@contextmanager
+def output(path: str | None) -> Iterator[TextIO]:
+    """The file at `path` to write, else stdout (left open)."""
+    if not path:
+        yield sys.stdout
+        return
+    with open(path, "w", encoding="utf-8") as out:
+        yield out
+
+
+async def export_pages(client: Client, tool: str, arguments: dict[str, Any], items: str, out: TextIO, bar: Any) -> int:
+    """Every page of an export tool written as JSONL lines (one per item), following `next_cursor`."""
+    count = 0
+    async for page in pages(client, tool, arguments):
         for item in page[items]:
             out.write(json.dumps(item, ensure_ascii=False) + "\n")
         count += len(page[items])
         bar.update(len(page[items]))
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return count
+    return count
 
 
 async def export_namespace(args: argparse.Namespace) -> int:
-    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115, ASYNC230 - a CLI
     namespace = {"namespace": args.namespace}
-    try:
+    with output(args.out) as out:
         async with admin_client(args) as client:
             with progress_bar(None, f"export {args.namespace}", "memory") as bar:
                 count = await export_pages(client, "export_memories", namespace | {"limit": PAGE}, "records", out, bar)
             with progress_bar(None, f"export {args.namespace} sessions", "session") as bar:
                 # then each session with its events and archive: one {"session", "events"} line
                 sessions = await export_pages(client, "export_events", namespace, "sessions", out, bar)
-    finally:
-        if out is not sys.stdout:
-            out.close()
     print(f"exported {count} memories and {sessions} sessions from {args.namespace}", file=sys.stderr)
     return 0
 
@@ -211,15 +225,11 @@ def criteria(args: argparse.Namespace) -> dict[str, Any]:
 
 async def select_memories(args: argparse.Namespace) -> int:
     """Every memory the selection names, in every namespace of the tenant, as JSONL records."""
-    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115, ASYNC230 - a CLI
-    try:
+    with output(args.out) as out:
         async with admin_client(args) as client:
             with progress_bar(None, "select", "memory") as bar:
                 arguments = {"criteria": criteria(args), "limit": PAGE}
                 count = await export_pages(client, "select_memories", arguments, "records", out, bar)
-    finally:
-        if out is not sys.stdout:
-            out.close()
     print(f"selected {count} memories", file=sys.stderr)
     return 0
 
@@ -227,16 +237,12 @@ async def select_memories(args: argparse.Namespace) -> int:
 async def forget_selected(args: argparse.Namespace) -> int:
     """Forget (restorably) every memory the selection names, call after call until the tenant is read."""
     forgotten: dict[str, int] = {}
-    already, cursor = 0, None
+    already = 0
     async with admin_client(args) as client:
-        while True:
-            body = await call(client, "forget_selected_memories", {"criteria": criteria(args), "cursor": cursor})
+        async for body in pages(client, "forget_selected_memories", {"criteria": criteria(args)}):
             for namespace, count in body["forgotten"].items():
                 forgotten[namespace] = forgotten.get(namespace, 0) + count
             already += body["already_forgotten"]
-            cursor = body["next_cursor"]
-            if cursor is None:
-                break
     print(json.dumps({"forgotten": forgotten, "already_forgotten": already}, indent=2))
     return 0
 
@@ -269,6 +275,9 @@ async def maintain(args: argparse.Namespace) -> int:
     return 0
 
 
+Arguments = Callable[[argparse.ArgumentParser], None]  # adds some of a command's arguments
+
+
 def add_admin_commands(sub: Any) -> None:
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--namespace", required=True, help="the namespace, e.g. user:42 or team:ops")
@@ -279,21 +288,24 @@ def add_admin_commands(sub: Any) -> None:
         parser.add_argument("--token", help="with --url: an admin token (memory:admin), e.g. from `hindsight token`")
         parser.add_argument("--tenant", help="the tenant, in direct mode (no --url; the server must be stopped)")
 
-    export = sub.add_parser("export", help="export a namespace to JSONL (admin)")
-    common(export)
-    export.add_argument("--out", help="file to write (default: stdout)")
-    export.set_defaults(func=lambda a: run_async(export_namespace, a))
+    def command(
+        name: str, help: str, run: Callable[[argparse.Namespace], Awaitable[int]], *arguments: Arguments
+    ) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = sub.add_parser(name, help=help)
+        for add in arguments:
+            add(parser)
+        parser.set_defaults(func=lambda a: run_async(run, a))
+        return parser
 
-    importer = sub.add_parser("import", help="import JSONL into a namespace, re-embedding (admin)")
-    common(importer)
-    importer.add_argument("file", help="JSONL file from `hindsight export`")
-    importer.set_defaults(func=lambda a: run_async(import_namespace, a))
+    def out(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--out", help="file to write (default: stdout)")
 
-    purge = sub.add_parser("purge", help="permanently delete a namespace (admin)")
-    common(purge)
-    purge.add_argument("--confirm", help="repeat the namespace name")
-    purge.add_argument("--yes", action="store_true", help="skip the confirmation")
-    purge.set_defaults(func=lambda a: run_async(purge_namespace, a))
+    def confirmation(confirm: str) -> Arguments:
+        def add(parser: argparse.ArgumentParser) -> None:
+            parser.add_argument("--confirm", help=confirm)
+            parser.add_argument("--yes", action="store_true", help="skip the confirmation")
+
+        return add
 
     def selection(parser: argparse.ArgumentParser) -> None:
         connection(parser)
@@ -301,26 +313,18 @@ def add_admin_commands(sub: Any) -> None:
         parser.add_argument("--tag", help="a tag they carry")
         parser.add_argument("--metadata", help="KEY=VALUE: a metadata value they carry (compared as a string)")
 
-    select = sub.add_parser("select", help="list what a subject wrote (or a tag, a metadata value) in every namespace")
-    selection(select)
-    select.add_argument("--out", help="file to write (default: stdout)")
-    select.set_defaults(func=lambda a: run_async(select_memories, a))
-
-    forget = sub.add_parser("forget-selected", help="forget (restorable) what `select` lists, with its copies")
-    selection(forget)
-    forget.set_defaults(func=lambda a: run_async(forget_selected, a))
-
-    erase = sub.add_parser("erase", help="permanently erase what `select` lists from every store (admin)")
-    selection(erase)
-    erase.add_argument(
-        "--confirm", help="the first criterion's value again (--written-by, --tag or the metadata value)"
-    )
-    erase.add_argument("--yes", action="store_true", help="skip the confirmation")
-    erase.set_defaults(func=lambda a: run_async(erase_selected, a))
-
-    upkeep = sub.add_parser("maintain", help="expire, evict over capacity and consolidate now (server stopped)")
+    command("export", "export a namespace to JSONL (admin)", export_namespace, common, out)
+    importer = command("import", "import JSONL into a namespace, re-embedding (admin)", import_namespace, common)
+    importer.add_argument("file", help="JSONL file from `hindsight export`")
+    purge = confirmation("repeat the namespace name")
+    command("purge", "permanently delete a namespace (admin)", purge_namespace, common, purge)
+    listed = "list what a subject wrote (or a tag, a metadata value) in every namespace"
+    command("select", listed, select_memories, selection, out)
+    command("forget-selected", "forget (restorable) what `select` lists, with its copies", forget_selected, selection)
+    erase = confirmation("the first criterion's value again (--written-by, --tag or the metadata value)")
+    command("erase", "permanently erase what `select` lists from every store (admin)", erase_selected, selection, erase)
+    upkeep = command("maintain", "expire, evict over capacity and consolidate now (server stopped)", maintain)
     upkeep.add_argument("--tenant", help="only this tenant (default: every tenant)")
-    upkeep.set_defaults(func=lambda a: run_async(maintain, a))
 
 
 def run_async(command: Any, args: argparse.Namespace) -> int:

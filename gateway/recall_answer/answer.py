@@ -26,6 +26,7 @@ from gateway.recall_answer.block import SessionPart, fitted_block, kept_first, s
 from gateway.recall_answer.lines import NOTHING, Order, Shown, spans_namespaces
 from gateway.recall_answer.provenance import withheld_line
 from memory.models import RecallHit, WorkingMemory
+from memory.recall.budget import fill, trim
 from memory.text.tokens import count_tokens
 
 Format = Literal["memories", "context"]
@@ -125,25 +126,21 @@ def memory_hit(item: Shown, explain: bool) -> Hit:
 def json_answer(hits: Sequence[RecallHit], view: RecallView) -> Answer:
     """Every field asked for: the hits as JSON, those (best first) that keep the JSON text within the budget, in
     the order asked."""
-    kept: list[RecallHit] = []
-    wires: dict[int, Hit] = {}
-    spent = count_tokens(json_text({"memories": [], "omitted": len(hits)}))
-    for hit in kept_first(hits, view.order):
-        wire = hit_json(hit, full=view.detail == "full", explain=view.explain)
-        cost = count_tokens(json_text(wire)) + 1  # and its separator
-        if view.token_budget is None or spent + cost <= view.token_budget:
-            kept.append(hit)
-            wires[id(hit)] = wire
-            spent += cost
+    wires = {id(hit): hit_json(hit, full=view.detail == "full", explain=view.explain) for hit in hits}
 
-    def assembled() -> RecallAnswer:
+    def cost(_: Sequence[RecallHit], hit: RecallHit) -> int:
+        return count_tokens(json_text(wires[id(hit)])) + 1  # and its separator
+
+    def assembled(kept: Sequence[RecallHit]) -> RecallAnswer:
         body: RecallAnswer = {"memories": [wires[id(hit)] for hit in shown_in(kept, view.order)]}
         if view.token_budget is not None:
             body["omitted"] = len(hits) - len(kept)
         return body
 
-    body = assembled()
-    while kept and view.token_budget is not None and count_tokens(json_text(body)) > view.token_budget:
-        kept.pop()  # BPE counts are not additive
-        body = assembled()
+    kept = kept_first(hits, view.order)
+    if view.token_budget is not None:
+        budget = view.token_budget
+        kept, _ = fill(kept, cost, budget, count_tokens(json_text({"memories": [], "omitted": len(hits)})))
+        kept = kept[: trim(len(kept), lambda count: count_tokens(json_text(assembled(kept[:count]))) <= budget)]
+    body = assembled(kept)
     return Answer(body, json_text(body), shown_in(kept, view.order))

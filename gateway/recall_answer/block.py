@@ -40,6 +40,7 @@ from gateway.recall_answer.lines import (
 )
 from memory.models import RecallHit, WorkingMemory
 from memory.pipeline.injection import untrusted_mark
+from memory.recall.budget import fill, longest_fitting, trim
 from memory.text.tokens import count_tokens
 
 Added = Literal["state", "turn", "memory"]
@@ -107,14 +108,12 @@ class Block:
         lines += memory_lines(shown, self.order, self.with_namespace, header=header)
         return "\n".join(lines)
 
-    def take_back(self) -> None:
-        kind = self.added.pop()
-        if kind == "state":
-            self.state = []
-        elif kind == "turn":
-            self.turns.pop()
-        else:
-            self.memories.pop()
+    def first(self, count: int) -> Block:
+        """The block of only the first `count` items added (each kind's items went in in order)."""
+        added = self.added[:count]
+        state = self.state if "state" in added else []
+        turns, memories = self.turns[: added.count("turn")], self.memories[: added.count("memory")]
+        return Block(self.order, self.with_namespace, self.session, state, turns, memories, added)
 
 
 # what a context block says before memories another subject wrote or that read as instructions (a prompt holds it
@@ -147,33 +146,34 @@ def fitted_block(
         block.state, spent = list(session.state), state_cost
         block.added.append("state")
     ranked = kept_first(hits, order)
-    groups: set[str] = set()
-    for hit in ranked:
-        group = group_of(hit, with_namespace)
-        cost = line_cost(memory_line(len(block.memories) + 1, Shown(hit)))
-        cost += 0 if group in groups else line_cost(group)
-        count = len(block.memories) + 1
+    groups = {id(hit): group_of(hit, with_namespace) for hit in ranked}
+
+    def memory_cost(kept: Sequence[RecallHit], hit: RecallHit) -> int:
+        count = len(kept) + 1
+        group = groups[id(hit)]
+        cost = line_cost(memory_line(count, Shown(hit)))
+        cost += 0 if any(groups[id(other)] == group for other in kept) else line_cost(group)
         had_header = count > 1 and headed(order, bool(session.state), count - 1)
         if headed(order, bool(session.state), count) and not had_header:
             cost += line_cost(HEADERS[order])  # the header comes with this memory
-        if spent + cost <= token_budget:
-            block.memories.append(Shown(hit))
-            block.added.append("memory")
-            groups.add(group)
-            spent += cost
-    header = line_cost(session.turns_header)
-    for line in reversed(session.turns):  # newest first, and no older turn after one that does not fit
-        cost = line_cost(line) + (header if not block.turns else 0)
-        if spent + cost > token_budget:
-            break
-        block.turns.append(line)
-        block.added.append("turn")
-        spent += cost
-    while block.added and count_tokens(block.text()) > token_budget:
-        block.take_back()
+        return cost
+
+    def turn_cost(kept: Sequence[str], line: str) -> int:
+        return line_cost(line) + (0 if kept else line_cost(session.turns_header))
+
+    kept, spent = fill(ranked, memory_cost, token_budget, spent)
+    block.memories = [Shown(hit) for hit in kept]
+    block.turns, spent = fill(reversed(session.turns), turn_cost, token_budget, spent, gapless=True)  # newest first
+    kinds: list[Added] = ["memory"] * len(block.memories)
+    block.added += kinds + ["turn"] * len(block.turns)
+    block = block.first(trim(len(block.added), lambda count: fits(block.first(count), token_budget)))
     if ranked and not block.memories:
         cut_to_fit(block, ranked[0], token_budget)
     return block
+
+
+def fits(block: Block, token_budget: int) -> bool:
+    return count_tokens(block.text()) <= token_budget
 
 
 def cut_to_fit(block: Block, best: RecallHit, token_budget: int) -> None:
@@ -182,14 +182,12 @@ def cut_to_fit(block: Block, best: RecallHit, token_budget: int) -> None:
     block.turns = []
     block.added = [kind for kind in block.added if kind != "turn"]
     text = one_line(best.memory.content)
-    low, high = 0, len(text)  # the longest fitting length lies in [low, high]; 0 means none fits
-    while low < high:
-        middle = (low + high + 1) // 2
-        block.memories = [Shown(best, middle)]
-        if count_tokens(block.text()) <= token_budget:
-            low = middle
-        else:
-            high = middle - 1
+
+    def fits_cut(length: int) -> bool:
+        block.memories = [Shown(best, length)]
+        return fits(block, token_budget)
+
+    low = longest_fitting(len(text), fits_cut)
     if low == len(text):  # whole after all (the estimate was high)
         block.memories = [Shown(best)]
     else:

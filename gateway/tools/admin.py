@@ -14,15 +14,13 @@ from pydantic import Field
 from gateway.admin.erasure import purge_everywhere
 from gateway.answers.serialize import memory_json
 from gateway.answers.shapes import ConsolidateAnswer, ExportAnswer, ImportAnswer, PurgeAnswer
-from gateway.tools.boundary import SCOPE_META, current_call
+from gateway.tools.boundary import ADMIN, current_call
 from memory.consolidation import consolidate_now
 from memory.errors import InvalidArgument
 from memory.requests import ListRequest
 from memory.transfer import import_records
-from tenancy import SCOPE_ADMIN
 
 AdminNamespace = str  # the namespace to act on, e.g. 'user:42' (docs/TOOLS.md: arguments described by name alone)
-ADMIN = {SCOPE_META: SCOPE_ADMIN}  # `_meta` of a tool only an admin token may list and call
 
 
 def register_admin_tools(server: MCPServer) -> None:

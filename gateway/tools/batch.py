@@ -24,33 +24,25 @@ would answer it, for an agent importing history.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar, cast
+from collections.abc import Sequence
+from typing import Annotated, Any, cast
 
-import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
 from pydantic import WithJsonSchema
 
 from gateway.answers.batch import BatchWriteAnswer, ItemAnswer
 from gateway.errors import failure_from_exception
 from gateway.operations import WriteArguments
-from gateway.tools.boundary import PER_ITEM_IDEMPOTENCY_META, ToolCall, current_call
-from gateway.tools.idempotent import fingerprint
-from memory.errors import BackendUnavailable, InvalidArgument, MemoryEngineError
+from gateway.tools.boundary import PER_ITEM_IDEMPOTENCY_META, WRITES, ToolCall, current_call
+from gateway.tools.idempotent import claims
+from memory.errors import InvalidArgument, MemoryEngineError
 from memory.models import WriteOutcome
 from memory.requests import WriteRequest
 from memory.validation import check_request_id
 from tenancy.errors import IdempotencyConflict
-from tenancy.limits import Conflict, IdempotencyKey, IdempotencyStore, Replay
+from tenancy.limits import IdempotencyKey
 
-logger = logging.getLogger("hindsight.idempotency")
-
-T = TypeVar("T")
 ITEM_TOOL = "write_memory"  # an item is a write_memory call: its request id, provenance and stored answer
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 
 WriteItem = WriteArguments  # one statement of a batch: write_memory's arguments but explain
@@ -76,35 +68,27 @@ def register_batch_tools(server: MCPServer) -> None:
         return await write_items(current_call(), items, namespace)
 
 
-@dataclass(slots=True)
-class _Claim:
-    key: IdempotencyKey
-    digest: str
-    open: bool = True
-
-
 async def write_items(call: ToolCall, items: Sequence[WriteItem], namespace: str | None) -> BatchWriteAnswer:
     limit = call.runtime.memories.limits.max_batch_items
     if len(items) > limit:
         raise InvalidArgument(f"write_memories: at most {limit} items per call (HINDSIGHT_MAX_BATCH_ITEMS)")
     _refuse_shared_request_ids(items)
-    arguments = [_write_memory_arguments(item, namespace) for item in items]
     results: list[ItemAnswer | None] = [None] * len(items)
-    claims: dict[int, _Claim] = {}
-    store = call.runtime.idempotency
-    try:
+    keys: dict[int, IdempotencyKey] = {}
+    async with claims(call.runtime) as held:
         for index, item in enumerate(items):
             if item.request_id is None:
                 continue
             key = IdempotencyKey(call.principal.tenant, call.principal.subject, ITEM_TOOL, item.request_id)
-            digest = fingerprint(arguments[index])
-            begun = await store.begin(key, digest)
-            if isinstance(begun, Replay):
-                results[index] = cast(ItemAnswer, {"index": index, **begun.response, "replayed": True})
-            elif isinstance(begun, Conflict):
-                results[index] = _error(index, IdempotencyConflict(_conflict_message(item.request_id)))
+            try:
+                replay = await held.begin(key, _write_memory_arguments(item, namespace))
+            except IdempotencyConflict as exc:
+                results[index] = _error(index, exc)
+                continue
+            if replay is not None:
+                results[index] = cast(ItemAnswer, {"index": index, **replay.response, "replayed": True})
             else:
-                claims[index] = _Claim(key, digest)
+                keys[index] = key
         todo: list[tuple[int, WriteRequest]] = []
         for index, item in enumerate(items):
             if results[index] is None:
@@ -112,20 +96,13 @@ async def write_items(call: ToolCall, items: Sequence[WriteItem], namespace: str
                     todo.append((index, _request(call, item, namespace)))
                 except MemoryEngineError as exc:
                     results[index] = _error(index, exc)
-        keys = [claim.key for claim in claims.values()]
-        written = await _while_claimed(
-            store, keys, lambda: call.runtime.memories.write_many(call.scope, [request for _, request in todo])
-        )
+        written = await held.run(lambda: call.runtime.memories.write_many(call.scope, [request for _, request in todo]))
         for (index, _), outcome in zip(todo, written, strict=True):
             results[index] = _answer(index, outcome)
-        for index, claim in claims.items():
+        for index, key in keys.items():
             answer = results[index]
             if answer is not None and "error" not in answer:
-                await _complete(store, claim, {k: v for k, v in answer.items() if k != "index"})
-    finally:
-        for claim in claims.values():  # an item that failed, or the call was cancelled or crashed
-            if claim.open:
-                await _abandon(store, claim)
+                await held.complete(key, {k: v for k, v in answer.items() if k != "index"})
     done = [answer for answer in results if answer is not None]
     return {
         "results": done,
@@ -180,56 +157,3 @@ def _answer(index: int, outcome: WriteOutcome | MemoryEngineError) -> ItemAnswer
 def _error(index: int, exc: Exception) -> ItemAnswer:
     failure = failure_from_exception(exc, "write_memories")
     return {"index": index, "error": {"code": failure.code, "message": failure.message, "retryable": failure.retryable}}
-
-
-def _conflict_message(request_id: str) -> str:
-    return f"request_id {request_id!r} was already used for write_memory with other arguments; use a new request_id"
-
-
-async def _complete(store: IdempotencyStore, claim: _Claim, answer: dict[str, Any]) -> None:
-    try:
-        await store.complete(claim.key, claim.digest, answer)
-    except BackendUnavailable:  # the write happened: answer it; a retry may repeat it, so say so in the log
-        logger.error("write done but its idempotency record was not stored (write_memories, %s)", claim.key.request_id)
-    claim.open = False
-
-
-async def _abandon(store: IdempotencyStore, claim: _Claim) -> None:
-    with anyio.CancelScope(shield=True):  # also when the call is being cancelled
-        try:
-            await store.abandon(claim.key)
-        except BackendUnavailable:
-            logger.warning("could not release an idempotency claim of write_memories; it expires by itself")
-    claim.open = False
-
-
-async def _while_claimed(
-    store: IdempotencyStore, keys: Sequence[IdempotencyKey], operation: Callable[[], Awaitable[T]]
-) -> T:
-    """Run `operation`, renewing the claims on `keys` every third of the lease until it returns (as
-    `tenancy.idempotency.run_claimed` does for one key); its exceptions propagate unchanged."""
-    if not keys:
-        return await operation()
-    outcome: list[T] = []
-    failure: list[Exception] = []
-    async with anyio.create_task_group() as group:
-        group.start_soon(_keep_renewing, store, keys)
-        try:
-            outcome.append(await operation())
-        except Exception as exc:  # re-raised below: raised inside the task group it would come out as a group
-            failure.append(exc)
-        finally:
-            group.cancel_scope.cancel()
-    if failure:
-        raise failure[0]
-    return outcome[0]
-
-
-async def _keep_renewing(store: IdempotencyStore, keys: Sequence[IdempotencyKey]) -> None:
-    while True:
-        await anyio.sleep(store.lease_seconds / 3)
-        for key in keys:
-            try:
-                await store.renew(key)
-            except BackendUnavailable as exc:
-                logger.warning("could not renew an idempotency claim of write_memories: %s", exc.message)

@@ -23,7 +23,7 @@ from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.errors import failure_from_exception, ok_result
@@ -37,9 +37,26 @@ from memory.cpu_meter import run_metered
 from memory.errors import BackendUnavailable, InvalidArgument
 from memory.scope import NamespaceScope
 from ops.telemetry import span
-from tenancy import SCOPE_READ, SCOPE_WRITE, AuthenticationFailed, Principal, principal_from_access_token, scope_for
+from tenancy import (
+    SCOPE_ADMIN,
+    SCOPE_READ,
+    SCOPE_WRITE,
+    AuthenticationFailed,
+    Principal,
+    principal_from_access_token,
+    scope_for,
+)
 
 SCOPE_META = "hindsight/required_scope"  # a tool's `_meta` key naming the scope it needs beyond read or write
+ADMIN = {SCOPE_META: SCOPE_ADMIN}  # `_meta` of a tool only an admin token may list and call
+# what a tool does, as its annotations declare it (which tools mutate is read from them)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+# Argument descriptions only where the name and type do not say it; what every tool's request_id and namespace
+# mean is said once, in the server's instructions (`gateway.tools.server.INSTRUCTIONS`); docs/TOOLS.md is the manual
+RequestId = str | None
+SessionId = str
+Namespace = str | None
 # a tool's `_meta` key: its items carry their own request ids (`write_memories`), so the call as a whole is not
 # idempotent by `request_id` or `Idempotency-Key`; its answer's `results` are counted as writes
 PER_ITEM_IDEMPOTENCY_META = "hindsight/per_item_idempotency"

@@ -8,18 +8,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from gateway.tools.boundary import SCOPE_META, current_call
+from gateway.tools.boundary import ADMIN, READ_ONLY, current_call
 from gateway.tools.recall_log import RecallLogEntryJson, entry_json
 from gateway.tools.session_debug import SessionDebugAnswer, session_debug
 from memory.validation import check_limit
-from tenancy import SCOPE_ADMIN
-
-ADMIN = {SCOPE_META: SCOPE_ADMIN}
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 class RecallLogAnswer(TypedDict):

@@ -9,11 +9,10 @@ idempotency, audit, metrics and errors are the boundary's (`gateway.tools.bounda
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal, cast
+from typing import Any, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from pydantic import Field
 
 from gateway.answers.serialize import memory_json, session_json, write_explanation
 from gateway.answers.shapes import (
@@ -26,6 +25,7 @@ from gateway.answers.shapes import (
     WriteAnswer,
 )
 from gateway.operations import RecallArguments, WriteArguments, taking
+from gateway.operations.sessions import ListArguments, StateArguments, TurnArguments
 from gateway.operations.signature import option
 from gateway.recall_answer import (
     INLINE_ANSWER_HITS,
@@ -33,22 +33,10 @@ from gateway.recall_answer import (
     session_namespace,
 )
 from gateway.recall_answer.provenance import policy_for, with_authors, withheld_untrusted
-from gateway.tools.boundary import current_call
+from gateway.tools.boundary import READ_ONLY, WRITES, Namespace, RequestId, SessionId, current_call
 from gateway.tools.recall_log import log_recall
 from memory import cpu_meter
 from memory.requests import ListRequest, StateUpdate, TurnRequest
-from memory.validation import parse_instant
-
-Kind = Literal["episodic", "semantic"]
-# Argument descriptions only where the name and type do not say it; what every tool's request_id and namespace
-# mean is said once, in the server's instructions (`gateway.tools.server.INSTRUCTIONS`); docs/TOOLS.md is the manual
-RequestId = str | None
-SessionId = str
-Namespace = str | None
-
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-
 
 Tool = Callable[..., Awaitable[Any]]
 TOOLS: list[tuple[Tool, ToolAnnotations]] = []  # every tool of this module, in the order tools/list shows them
@@ -141,55 +129,23 @@ async def restore_memory(
 
 
 @tool(READ_ONLY)
-async def list_memories(
-    namespace: str | None = None,
-    kind: Kind | None = None,
-    include_deleted: bool = False,
-    hidden: Literal["expired", "superseded", "merged", "forgotten", "passed", "archived"] | None = None,
-    limit: int | None = None,
-    cursor: str | None = None,
-    history_of: Annotated[str | None, Field(description="Versions of this id")] = None,
-) -> ListAnswer:
+@taking(ListArguments)
+async def list_memories(**fields: Any) -> ListAnswer:
     """Page through stored memories, oldest first."""
     call = current_call()
     page = await call.runtime.memories.list(
-        call.scope,
-        ListRequest(
-            namespace=namespace,
-            kind=kind,
-            include_deleted=include_deleted,
-            limit=limit,
-            cursor=cursor,
-            hidden=hidden,
-            history_of=history_of,
-        ),
+        call.scope, ListArguments.model_construct(**fields).engine_request(ListRequest)
     )
     return {"memories": [memory_json(m) for m in page.memories], "next_cursor": page.next_cursor}
 
 
 @tool(WRITES)
-async def record_turn(
-    session_id: SessionId,
-    role: Literal["user", "assistant", "system", "tool"],
-    content: str,
-    occurred_at: str | None = None,
-    namespace: Namespace = None,
-    request_id: RequestId = None,
-) -> TurnAnswer:
+@taking(TurnArguments)
+async def record_turn(**fields: Any) -> TurnAnswer:
     """Add a conversation turn to a session's working memory; older turns become memories."""
     call = current_call()
-    outcome = await call.runtime.sessions.record_turn(
-        call.scope,
-        TurnRequest(
-            session_id=session_id,
-            role=role,
-            content=content,
-            subject=call.principal.subject,
-            occurred_at=parse_instant(occurred_at, "occurred_at"),
-            namespace=namespace,
-            request_id=request_id,
-        ),
-    )
+    request = TurnArguments.model_construct(**fields).engine_request(TurnRequest, subject=call.principal.subject)
+    outcome = await call.runtime.sessions.record_turn(call.scope, request)
     return {"turns": len(outcome.session.turns), "extracted": outcome.extracted}
 
 
@@ -204,28 +160,12 @@ async def get_working_memory(
 
 
 @tool(WRITES)
-async def update_working_memory(
-    session_id: SessionId,
-    state: dict[str, Any],
-    merge: Annotated[bool, Field(description="Deep-merge (null deletes a key); false replaces.")] = True,
-    ttl_seconds: int | None = None,
-    namespace: Namespace = None,
-    request_id: RequestId = None,
-) -> SessionAnswer:
+@taking(StateArguments)
+async def update_working_memory(**fields: Any) -> SessionAnswer:
     """Save a session's task state (goals, open questions) between turns."""
     call = current_call()
-    session = await call.runtime.sessions.update_state(
-        call.scope,
-        StateUpdate(
-            session_id=session_id,
-            state=state,
-            merge=merge,
-            ttl_seconds=ttl_seconds,
-            namespace=namespace,
-            subject=call.principal.subject,
-        ),
-    )
-    return session_json(session)
+    update = StateArguments.model_construct(**fields).engine_request(StateUpdate, subject=call.principal.subject)
+    return session_json(await call.runtime.sessions.update_state(call.scope, update))
 
 
 @tool(READ_ONLY)

@@ -26,54 +26,21 @@ from gateway.answers.sessions import (
     session_record_json,
 )
 from gateway.answers.shapes import Hit
-from gateway.tools.boundary import SCOPE_META, current_call
+from gateway.operations import taking
+from gateway.operations.sessions import EventArguments
+from gateway.tools.boundary import ADMIN, READ_ONLY, WRITES, Namespace, RequestId, SessionId, current_call
 from memory.agent.sessions import EventRequest
-from memory.events import EventType
 from memory.transfer.sessions import check_event_records
-from memory.validation import parse_instant
-from tenancy import SCOPE_ADMIN
-
-# Argument descriptions only where the name and type do not say it; what every tool's request_id and namespace
-# mean is said once, in the server's instructions (`gateway.tools.server.INSTRUCTIONS`); docs/TOOLS.md is the manual
-SessionId = str
-Namespace = str | None
-RequestId = str | None
-ADMIN = {SCOPE_META: SCOPE_ADMIN}
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 def register_session_tools(server: MCPServer) -> None:
     @server.tool(annotations=WRITES)
-    async def record_event(
-        session_id: SessionId,
-        type: EventType,
-        content: str,
-        namespace: Namespace = None,
-        task_id: str | None = None,
-        metadata: Annotated[
-            dict[str, Any] | None,
-            Field(description="'call_id' pairs a tool_call with its tool_result."),
-        ] = None,
-        occurred_at: str | None = None,
-        request_id: RequestId = None,
-    ) -> RecordEventAnswer:
+    @taking(EventArguments)
+    async def record_event(**fields: Any) -> RecordEventAnswer:
         """Log a message, tool call or tool result of a session; its facts become memories."""
         call = current_call()
-        outcome = await call.runtime.agent_sessions.record(
-            call.scope,
-            EventRequest(
-                session_id=session_id,
-                type=type,
-                content=content,
-                subject=call.principal.subject,
-                namespace=namespace,
-                task_id=task_id,
-                metadata=metadata,
-                occurred_at=parse_instant(occurred_at, "occurred_at"),
-                request_id=request_id,
-            ),
-        )
+        request = EventArguments.model_construct(**fields).engine_request(EventRequest, subject=call.principal.subject)
+        outcome = await call.runtime.agent_sessions.record(call.scope, request)
         return {"event": event_json(outcome.event), "extraction": extraction_json(outcome.extraction)}
 
     @server.tool(annotations=READ_ONLY)
