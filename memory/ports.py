@@ -1,19 +1,22 @@
-"""The engine's seams: `VectorStore`, `Embedder`, `WorkingMemoryStore` and `NamespaceLocks` protocols, one
-implementation each per backend, and the optional `ImportanceRater` (an LLM). Every store call takes a `NamespaceScope`;
-implementations turn it into the tenant and namespace filter (vector store) or key prefix (working memory)
-themselves."""
+"""The engine's seams: `VectorStore`, `Embedder` and `NamespaceLocks` protocols, one implementation each per
+backend, the optional `ImportanceRater` (an LLM), and `WorkingMemoryStore`, an abstract base whose subclasses are
+its backends (it holds the checks every backend shares). Every store call takes a `NamespaceScope`; implementations
+turn it into the tenant and namespace filter (vector store) or key prefix (working memory) themselves."""
 
 from __future__ import annotations
 
 import builtins
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
+from memory.clock import Clock
 from memory.models import Memory, MemoryKind, Turn, WorkingMemory
-from memory.scope import NamespaceScope
+from memory.scope import NamespaceScope, validate_namespace
+from memory.validation import check_admin, check_granted
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,11 +222,33 @@ class Embedder(Protocol):
     async def embed_query(self, text: str) -> list[float]: ...
 
 
-class WorkingMemoryStore(Protocol):
-    """Per-session state and the window of recent turns, with a TTL. Both implementations are built on
-    `memory.working.base.WorkingMemoryBase`, which checks every call once (namespace grants, admin scopes)."""
+class SessionKey(NamedTuple):
+    """One working-memory session of one tenant: what every `WorkingMemoryStore` backend keys a session by."""
 
-    async def get(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None: ...
+    tenant: str
+    namespace: str
+    session_id: str
+
+
+def check_access(scope: NamespaceScope, namespace: str, session_id: str, *, write: bool) -> SessionKey:
+    """The session's key if the scope grants its namespace for this access; the check of every session call."""
+    return SessionKey(scope.tenant, check_granted(scope, namespace, write=write), session_id)
+
+
+class WorkingMemoryStore(ABC):
+    """Per-session state and the window of recent turns, with a TTL.
+
+    An abstract base rather than a protocol: each call is checked here once (the scope's grant of the namespace
+    for the access, or an admin scope for `purge` and `sessions_written_by`, and the namespace's form), then a
+    backend (`InProcessWorkingMemory`, `RedisWorkingMemory`, its subclasses) gets a narrow primitive (the abstract
+    `_` methods) naming the session by its `SessionKey`. A backend implements the primitives, `ping` and `close`."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+
+    async def get(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
+        """The session's state and turns; None when it holds nothing live."""
+        return await self._get(check_access(scope, namespace, session_id, write=False))
 
     async def append_turn(
         self,
@@ -240,7 +265,8 @@ class WorkingMemoryStore(Protocol):
         fell out of the window (oldest first). `subject` (the token subject making the write) joins the session's
         writers: every subject that appended a turn to it or updated its state while it lived (a session taken,
         purged or expired loses them with the rest)."""
-        ...
+        key = check_access(scope, namespace, session_id, write=True)
+        return await self._append_turn(key, turn, window, ttl_seconds, subject)
 
     async def update_state(
         self,
@@ -255,27 +281,62 @@ class WorkingMemoryStore(Protocol):
     ) -> WorkingMemory:
         """Replace or deep-merge the state, refresh the TTL; `subject` joins the session's writers (as for
         `append_turn`)."""
-        ...
+        key = check_access(scope, namespace, session_id, write=True)
+        return await self._update_state(key, state, merge, ttl_seconds, subject)
 
     async def sessions_written_by(self, scope: NamespaceScope, subject: str) -> list[tuple[str, str]]:
         """The (namespace, session id) of every live session of the admin scope's tenant (admin scopes only)
         that `subject` appended a turn to or updated the state of, sorted."""
-        ...
+        return await self._sessions_written_by(check_admin(scope, "listing the sessions a subject wrote"), subject)
 
     async def purge(self, scope: NamespaceScope, namespace: str) -> int:
         """Remove every session of one namespace of the admin scope's tenant (admin scopes only), its state and
         turns; returns how many live sessions were removed (an expired one, already gone for every read, is
         dropped without being counted)."""
-        ...
+        return await self._purge(check_admin(scope, "purging a namespace"), validate_namespace(namespace))
 
     async def take(self, scope: NamespaceScope, namespace: str, session_id: str) -> WorkingMemory | None:
         """Remove the session and return what it held (None when it held nothing live), in one atomic step: a
         turn appended concurrently lands either in the returned snapshot or in a new session, never in neither."""
-        ...
+        return await self._take(check_access(scope, namespace, session_id, write=True))
 
-    async def ping(self) -> None: ...
+    @abstractmethod
+    async def ping(self) -> None:
+        """Raise `BackendUnavailable` if the store cannot serve."""
 
-    async def close(self) -> None: ...
+    @abstractmethod
+    async def close(self) -> None:
+        """Release what the backend holds."""
+
+    # The backend's primitives: the access checked, the session named by its key.
+
+    @abstractmethod
+    async def _get(self, key: SessionKey) -> WorkingMemory | None:
+        """`get`."""
+
+    @abstractmethod
+    async def _append_turn(
+        self, key: SessionKey, turn: Turn, window: int, ttl_seconds: int, subject: str | None
+    ) -> tuple[WorkingMemory, list[Turn]]:
+        """`append_turn`."""
+
+    @abstractmethod
+    async def _update_state(
+        self, key: SessionKey, state: dict[str, Any], merge: bool, ttl_seconds: int, subject: str | None
+    ) -> WorkingMemory:
+        """`update_state`."""
+
+    @abstractmethod
+    async def _sessions_written_by(self, tenant: str, subject: str) -> list[tuple[str, str]]:
+        """`sessions_written_by` for an admin scope's tenant."""
+
+    @abstractmethod
+    async def _purge(self, tenant: str, namespace: str) -> int:
+        """`purge` of a checked namespace for an admin scope's tenant."""
+
+    @abstractmethod
+    async def _take(self, key: SessionKey) -> WorkingMemory | None:
+        """`take`."""
 
 
 class ImportanceRater(Protocol):

@@ -1,6 +1,7 @@
 """The durable event and session-record store (issue 17): an agent's events (messages, tool calls bound to their
-results) and the lifecycle record of each session, tenant-scoped like every store. `EventStore` is the contract;
-`SqliteEventStore` (embedded) and `RedisEventStore` (server mode) implement it."""
+results) and the lifecycle record of each session, tenant-scoped like every store. `EventStore` is the contract and
+the checks every backend shares; its subclasses `SqliteEventStore` (embedded) and `RedisEventStore` (server mode)
+are the backends."""
 
 from memory.events.model import (
     EVENT_TYPES,

@@ -37,8 +37,8 @@ from redis.asyncio.cluster import RedisCluster
 from memory.clients.redis_errors import RedisBacked, redis_errors
 from memory.errors import BackendUnavailable
 from memory.events import model, redis_scripts
-from memory.events.base import EventStoreBase, Pair
 from memory.events.model import Event, EventCounts, SessionRecord, SessionStatus, decode_event, from_micros, micros
+from memory.events.store import EventStore, Pair
 
 _TENANTS = "hs:ev:tenants"
 _BATCH = 100
@@ -124,7 +124,7 @@ def _record(namespace: str, session_id: str, raw: Any) -> SessionRecord | None:
     )
 
 
-class RedisEventStore(RedisBacked, EventStoreBase):
+class RedisEventStore(RedisBacked, EventStore):
     """`EventStore` on Redis; see the module docstring."""
 
     backend = "event store"

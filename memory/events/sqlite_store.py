@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory.events import model
-from memory.events.base import EventStoreBase, Pair
 from memory.events.model import Event, EventCounts, SessionRecord, SessionStatus, decode_event, from_micros, micros
 from memory.events.sqlite_file import SqliteConnection, open_file, transaction
+from memory.events.store import EventStore, Pair
 
 _EXPIRE_BATCH = 1000
 
@@ -81,7 +81,7 @@ def _retried(conn: sqlite3.Connection, key: Key, event: Event) -> Event | None:
     return found
 
 
-class SqliteEventStore(EventStoreBase):
+class SqliteEventStore(EventStore):
     """`EventStore` on a sqlite file; see the module docstring."""
 
     def __init__(self, connection: sqlite3.Connection) -> None:

@@ -1,7 +1,7 @@
 """The recall log (issue 18, item 2): what each recall of an opted-in tenant asked and got back (query, filters,
 returned ids with their score parts), kept bounded by count and by age, readable only by the tenant's admins.
-`RecallLog` is the contract; `InProcessRecallLog` (one process) and `RedisRecallLog` (shared by every replica)
-implement it."""
+`RecallLog` is the contract and the checks every backend shares; its subclasses `InProcessRecallLog` (one process)
+and `RedisRecallLog` (shared by every replica) are the backends."""
 
 from memory.recall_log.in_process import InProcessRecallLog
 from memory.recall_log.redis_store import RedisRecallLog

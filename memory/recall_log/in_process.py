@@ -6,12 +6,11 @@ from collections import deque
 from collections.abc import Iterable
 
 from memory.clock import Clock
-from memory.recall_log.base import Pick, RecallLogBase
-from memory.recall_log.store import DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_ENTRIES, RecallLogEntry
+from memory.recall_log.store import DEFAULT_MAX_AGE_SECONDS, DEFAULT_MAX_ENTRIES, Pick, RecallLog, RecallLogEntry
 from memory.scope import NamespaceScope
 
 
-class InProcessRecallLog(RecallLogBase):
+class InProcessRecallLog(RecallLog):
     """`RecallLog` in memory: lost on restart, not shared between replicas (use `RedisRecallLog` for that)."""
 
     def __init__(

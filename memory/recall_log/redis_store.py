@@ -22,10 +22,11 @@ from redis.asyncio.cluster import RedisCluster
 
 from memory.clients.redis_errors import redis_errors
 from memory.clock import Clock
-from memory.recall_log.base import Pick, RecallLogBase
 from memory.recall_log.store import (
     DEFAULT_MAX_AGE_SECONDS,
     DEFAULT_MAX_ENTRIES,
+    Pick,
+    RecallLog,
     RecallLogEntry,
     decode_entry,
     encode_entry,
@@ -78,7 +79,7 @@ def _entry(item: Any) -> RecallLogEntry:
     return decode_entry(_text(item).split("|", 1)[1])
 
 
-class RedisRecallLog(RecallLogBase):
+class RedisRecallLog(RecallLog):
     """`RecallLog` on Redis; same semantics as `InProcessRecallLog`, safe across replicas."""
 
     def __init__(

@@ -16,7 +16,7 @@ import anyio
 
 from memory.clock import Clock
 from memory.models import Turn, WorkingMemory
-from memory.working.base import SessionKey, WorkingMemoryBase
+from memory.ports import SessionKey, WorkingMemoryStore
 
 
 @dataclass
@@ -40,7 +40,7 @@ def merge_state(current: dict[str, Any], update: dict[str, Any]) -> dict[str, An
     return merged
 
 
-class InProcessWorkingMemory(WorkingMemoryBase):
+class InProcessWorkingMemory(WorkingMemoryStore):
     """`WorkingMemoryStore` in a dict of one process; see the module docstring."""
 
     def __init__(self, clock: Clock, max_sessions: int = 100_000) -> None:

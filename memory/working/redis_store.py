@@ -39,7 +39,7 @@ from memory.clients.redis_errors import RedisBacked, redis_errors
 from memory.clock import Clock
 from memory.errors import BackendUnavailable, InvalidArgument
 from memory.models import Turn, WorkingMemory
-from memory.working.base import SessionKey, WorkingMemoryBase
+from memory.ports import SessionKey, WorkingMemoryStore
 from memory.working.in_process import merge_state
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -145,7 +145,7 @@ def _redis_key(key: SessionKey) -> str:
     return f"{_prefix(key.tenant)}{key.namespace}:{quote(key.session_id, safe='')}"
 
 
-class RedisWorkingMemory(RedisBacked, WorkingMemoryBase):
+class RedisWorkingMemory(RedisBacked, WorkingMemoryStore):
     """`WorkingMemoryStore` on Redis; same semantics as `InProcessWorkingMemory`, safe across replicas."""
 
     backend = "working memory"
