@@ -15,6 +15,7 @@ from collections import Counter as Tally
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from prometheus_client import (
     CollectorRegistry,
@@ -89,90 +90,78 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.tenant_label = tenant_label
         extra = ["tenant"] if tenant_label else []
-        self.recall_latency = Histogram(
+        counter = partial(Counter, registry=self.registry)
+        gauge = partial(Gauge, registry=self.registry)
+        histogram = partial(Histogram, registry=self.registry)
+        self.recall_latency = histogram(
             "hindsight_recall_latency_seconds",
             "Time to answer a recall_memory call that succeeded, from tool start to result (fine buckets for its"
             " P99; every outcome is in hindsight_tool_call_duration_seconds).",
             extra,
             buckets=LATENCY_BUCKETS,
-            registry=self.registry,
         )
-        self.tool_duration = Histogram(
+        self.tool_duration = histogram(
             "hindsight_tool_call_duration_seconds",
             "Time to answer an MCP tool call, from tool start to result, by tool and outcome (ok or the error code).",
             ["tool", "outcome", *extra],
             buckets=DURATION_BUCKETS,
-            registry=self.registry,
         )
-        self.tool_calls = Counter(
-            "hindsight_tool_calls", "MCP tool calls by tool and outcome.", ["tool", "outcome", *extra],
-            registry=self.registry,
-        )  # fmt: skip
-        self.tool_cpu = Counter(
+        self.tool_calls = counter(
+            "hindsight_tool_calls", "MCP tool calls by tool and outcome.", ["tool", "outcome", *extra]
+        )
+        self.tool_cpu = counter(
             "hindsight_tool_cpu_seconds",
             "CPU time tool calls were measured to spend and charged to the CPU budgets, by tool "
             "(gateway.web.fairness).",
             ["tool", *extra],
-            registry=self.registry,
         )
-        self.writes = Counter(
-            "hindsight_writes", "Memory writes by action (created, updated, skipped, superseded).", ["action"],
-            registry=self.registry,
-        )  # fmt: skip
-        self.rate_limit_rejections = Counter(
-            "hindsight_rate_limit_rejections", "Requests refused by rate limits (read, write, protocol).", ["kind"],
-            registry=self.registry,
-        )  # fmt: skip
-        self.idempotent_replays = Counter(
-            "hindsight_idempotent_replays", "Mutating calls answered from the idempotency record.", ["tool"],
-            registry=self.registry,
-        )  # fmt: skip
-        self.backend_errors = Counter(
-            "hindsight_backend_errors", "Calls that failed because a backend was unavailable.", ["backend"],
-            registry=self.registry,
-        )  # fmt: skip
-        self.memories = Gauge(
-            "hindsight_memories", "Live memories by kind, sampled periodically.", ["kind", *extra],
-            registry=self.registry,
-        )  # fmt: skip
-        self.background_errors = Counter(
+        self.writes = counter(
+            "hindsight_writes", "Memory writes by action (created, updated, skipped, superseded).", ["action"]
+        )
+        self.rate_limit_rejections = counter(
+            "hindsight_rate_limit_rejections", "Requests refused by rate limits (read, write, protocol).", ["kind"]
+        )
+        self.idempotent_replays = counter(
+            "hindsight_idempotent_replays", "Mutating calls answered from the idempotency record.", ["tool"]
+        )
+        self.backend_errors = counter(
+            "hindsight_backend_errors", "Calls that failed because a backend was unavailable.", ["backend"]
+        )
+        self.memories = gauge("hindsight_memories", "Live memories by kind, sampled periodically.", ["kind", *extra])
+        self.background_errors = counter(
             "hindsight_background_errors",
             "Background job iterations that failed and were skipped, by task (store_maintenance, memory_maintenance,"
             " access_flush, metrics_sampling).",
             ["task"],
-            registry=self.registry,
         )
-        self.background_rounds = Counter(
-            "hindsight_background_rounds", "Rounds of each background loop, failed or not (flat: the loop is stuck).",
-            ["task"], registry=self.registry,
-        )  # fmt: skip
-        self.memories_hidden = Counter(
+        self.background_rounds = counter(
+            "hindsight_background_rounds",
+            "Rounds of each background loop, failed or not (flat: the loop is stuck).",
+            ["task"],
+        )
+        self.memories_hidden = counter(
             "hindsight_memories_hidden",
             "Memories the engine hid, by reason: skipped (chit-chat, nothing stored), merged (updated in place by a"
             " near-duplicate), superseded, expired (a passed plan).",
             ["reason"],
-            registry=self.registry,
         )
-        self.recall_feedback = Counter(
+        self.recall_feedback = counter(
             "hindsight_recall_feedback",
             "Recalled memories an agent reported with the feedback tool: used=true it used them, used=false it did"
             " not (the hit ratio is used=true over all).",
             ["used", *extra],
-            registry=self.registry,
         )
         # not `hindsight_memories_created`: `_created` is the suffix of the created-timestamp series (OpenMetrics)
-        self.new_memories = Counter(
+        self.new_memories = counter(
             "hindsight_new_memories",
             "Memories created, by kind, on every write path (write_memory, extraction, consolidation, import): the"
             " store's growth.",
             ["kind", *extra],
-            registry=self.registry,
         )
-        self.memories_superseded = Counter(
+        self.memories_superseded = counter(
             "hindsight_memories_superseded",
             "Memories a write marked superseded by a newer one (over hindsight_new_memories_total: the conflict rate).",
             extra,
-            registry=self.registry,
         )
         if not tenant_label:  # every series from the start, so a rate or a ratio is there before the first event
             for used in ("true", "false"):
@@ -182,33 +171,30 @@ class Metrics:
         self.undecodable = CallbackCounter(
             "hindsight_undecodable_memories",
             "Stored memories skipped on read because their payload could not be decoded (since the process started).",
-            registry=self.registry,
+            self.registry,
         )
-        self.http_requests = Counter(
+        self.http_requests = counter(
             "hindsight_http_requests",
             "HTTP responses by route template (other: no route), status code and class; refusals by auth, body"
             " size and rate limits and errors included.",
             ["route", "code", "status_class"],
-            registry=self.registry,
         )
-        self.http_duration = Histogram(
+        self.http_duration = histogram(
             "hindsight_http_request_duration_seconds",
             "Time to answer an HTTP request, from its arrival to the end of the answer, by method, route template"
             " (other: no route) and status class; refusals by auth, body size and rate limits and errors included.",
             ["method", "route", "status_class"],
             buckets=DURATION_BUCKETS,
-            registry=self.registry,
         )
-        self.redis_breaker_state = Gauge(
+        self.redis_breaker_state = gauge(
             "hindsight_redis_breaker_state",
             "The Redis client's circuit breaker: 0 closed (calls go to Redis), 1 half-open (one call probes), 2 open"
             " (calls fail at once); 0 without Redis.",
-            registry=self.registry,
         )
         self.redis_breaker_openings = CallbackCounter(
             "hindsight_redis_breaker_openings",
             "Times the Redis circuit breaker opened (Redis calls in a row got no answer, or a probe got none).",
-            registry=self.registry,
+            self.registry,
         )
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
