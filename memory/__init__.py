@@ -1,6 +1,10 @@
 """The memory engine: models, write and recall, working memory, embedders and stores.
 
-It knows nothing of HTTP or JWT: every operation takes a `NamespaceScope` built by `tenancy/`.
+It knows nothing of HTTP or JWT: every operation takes a `NamespaceScope` built by `tenancy/`. The write path is
+`write/` (reading text with `pipeline/`), the recall path `recall/`, the text tools both share `text/`; the agent
+loop is `agent/` over `events/` and `extraction/`; what happens to memories after they are written is
+`lifecycle/`, `consolidation/` and `reembed/`; `stores/`, `embedders/`, `working/`, `recall_log/`, `locking/` and
+`clients/` are the parts they run on (docs/DESIGN.md § "Shape").
 """
 
 from memory.clock import Clock, ManualClock, SystemClock
