@@ -45,17 +45,19 @@ async def plan_selection(service: MemoryService, scope: NamespaceScope, selectio
     if not scope.admin:
         raise NamespaceForbidden("erasing memories across namespaces needs the memory:admin scope")
     store = service.store
-    chosen = [m async for m in every_memory(store, scope, ()) if selection.matches(m)]
+    chosen: list[Memory] = []
+    semantic: list[Memory] = []  # kept from the same scan: what consolidation made, some of it from `chosen`
+    async for memory in every_memory(store, scope, ()):
+        if selection.matches(memory):
+            chosen.append(memory)
+        if memory.kind == MemoryKind.SEMANTIC:
+            semantic.append(memory)
     ids = {m.id for m in chosen}
     copies: dict[str, Memory] = {}
     for memory in chosen:
         copies |= {c.id: c for c in await store.copies_of(scope, memory.id) if c.id not in ids}
     sources = ids | set(copies)
-    derived = [
-        m
-        async for m in every_memory(store, scope, (), MemoryKind.SEMANTIC)
-        if m.id not in sources and cites(m, sources)
-    ]
+    derived = [m for m in semantic if m.id not in sources and cites(m, sources)]
     return SelectionPlan(selection, tuple(chosen), tuple(copies.values()), tuple(derived))
 
 
