@@ -8,6 +8,7 @@ stops (an LLM that hangs)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
+
+from tests.http_stub import QuietHandler
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ class ChatServer:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 request = ChatRequest(self.path, self.headers.get("Authorization"), body)
@@ -90,16 +93,7 @@ class ChatServer:
                     message = {"role": "assistant", "content": answer}
                     status, payload = 200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
                 data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:  # the client gave up (its deadline passed)
-                    pass
-
-            def log_message(self, *args: object) -> None:
-                pass
+                with contextlib.suppress(OSError):  # the client may have given up (its deadline passed)
+                    self.answer(status, "application/json", data)
 
         return Handler

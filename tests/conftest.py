@@ -37,17 +37,30 @@ INITIALIZE = {
 }
 
 
+# tool-call rates no test trips over (tests of other limits set these, tests of call rates `calls_per_minute`)
+GENEROUS_CALLS = {
+    "subject_read_per_minute": 1e6,
+    "subject_write_per_minute": 1e6,
+    "tenant_read_per_minute": 1e6,
+    "tenant_write_per_minute": 1e6,
+}
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
 
 
+def calls_per_minute(read: float, write: float, **others: Any) -> TenantLimits:
+    """Limits of `read` and `write` tool calls a minute per subject, ten times as many for the whole tenant, and
+    `others` as given."""
+    per_tenant = {"tenant_read_per_minute": 10 * read, "tenant_write_per_minute": 10 * write}
+    return TenantLimits(subject_read_per_minute=read, subject_write_per_minute=write, **per_tenant, **others)
+
+
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
     generous = TenantLimits(
-        subject_read_per_minute=1e6,
-        subject_write_per_minute=1e6,
-        tenant_read_per_minute=1e6,
-        tenant_write_per_minute=1e6,
+        **GENEROUS_CALLS,
         subject_cpu_ms_per_second=1e9,
         tenant_cpu_ms_per_second=1e9,
         subject_concurrency=1000,

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,6 +126,11 @@ class RedisServer:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def freeze(self) -> AbstractContextManager[None]:
+        """The running server hung inside the block (see `frozen`)."""
+        assert self.process is not None, "the server is not running"
+        return frozen(self.process)
 
 
 class RedisClusterServer:

@@ -11,7 +11,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,8 +21,7 @@ import pytest
 from gateway.cli.errors import CommandFailed, UsageError, describe
 from gateway.cli.main import build_parser, parsers
 from ops.version import VERSION
-from tests.gateway.cli_runs import clean_env, hindsight
-from tests.gateway.test_cli_serve import free_port, wait_until_live
+from tests.gateway.cli_runs import clean_env, free_port, hindsight, serving
 
 ANOTHER_SECRET = "not-the-servers-secret-" + "x" * 32
 
@@ -52,23 +50,9 @@ def token(server: Server, *args: str, env: dict[str, str] | None = None) -> str:
 @contextmanager
 def served(home: Path) -> Iterator[Server]:
     """`hindsight serve` in a subprocess on a free port, data in `home`, until the block ends."""
-    port = free_port()
-    env = clean_env(HINDSIGHT_DATA_DIR=str(home / "data"), HINDSIGHT_PORT=str(port))
-    with (home / "server.log").open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "serve"],
-            env=env,
-            cwd=home,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        try:
-            wait_until_live(f"http://127.0.0.1:{port}/livez", process)
-            yield Server(f"http://127.0.0.1:{port}/mcp", env, home)
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+    env = clean_env(HINDSIGHT_DATA_DIR=str(home / "data"), HINDSIGHT_PORT=str(free_port()))
+    with (home / "server.log").open("w") as log, serving(env=env, cwd=home, log=log) as url:
+        yield Server(url, env, home)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ MCP client over TCP with the printed token calls every tool; `hindsight token` m
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -19,61 +18,20 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway.cli.main import python_snippet
 from tests.conftest import data
-from tests.gateway.cli_runs import clean_env, hindsight
+from tests.gateway.cli_runs import clean_env, free_port, hindsight, serving
 
 pytestmark = pytest.mark.anyio
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_until_live(url: str, process: subprocess.Popen[str], deadline_s: float = 60.0) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"server exited early with {process.returncode}")
-        try:
-            if httpx2.get(url, timeout=1.0).status_code == 200:
-                return
-        except httpx2.HTTPError:
-            pass
-        time.sleep(0.05)  # readiness polling of a child process, not a timing assumption
-    raise AssertionError("server did not become live")
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    port = free_port()
-    env = clean_env(HINDSIGHT_DATA_DIR=str(tmp_path / "data"), HINDSIGHT_PORT=str(port))
-    log = (tmp_path / "server.log").open("w+")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "serve", "--print-token"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=tmp_path,
-    )
-    try:
-        wait_until_live(f"http://127.0.0.1:{port}/livez", process)
+    env = clean_env(HINDSIGHT_DATA_DIR=str(tmp_path / "data"), HINDSIGHT_PORT=str(free_port()))
+    with (tmp_path / "server.log").open("w+") as log, serving("--print-token", env=env, cwd=tmp_path, log=log) as url:
         log.seek(0)
         output = log.read()
         token = re.search(r"dev token .*?\n\n  (\S+)\n", output, re.S)
         assert token, output
-        yield {
-            "url": f"http://127.0.0.1:{port}/mcp",
-            "token": token.group(1),
-            "env": env,
-            "output": output,
-            "log": tmp_path / "server.log",
-        }
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+        yield {"url": url, "token": token.group(1), "env": env, "output": output, "log": tmp_path / "server.log"}
 
 
 async def test_the_printed_dev_token_can_call_every_tool_over_tcp(server: dict[str, Any]) -> None:
@@ -137,30 +95,21 @@ async def test_a_served_call_logs_its_access_line_and_no_sdk_session_chatter(ser
 
 
 async def test_a_token_from_hindsight_token_is_accepted_by_the_server(server: dict[str, Any]) -> None:
-    minted = subprocess.run(  # noqa: ASYNC221 - a short CLI run before any I/O of the test starts
-        [
-            sys.executable,
-            "-m",
-            "gateway.cli",
-            "token",
-            "--tenant",
-            "acme",
-            "--sub",
-            "ops-bot",
-            "--read",
-            "team:ops,user:9",
-            "--write",
-            "team:ops",
-            "--ttl",
-            "600",
-        ],
-        env=server["env"] | {"HINDSIGHT_DATA_DIR": server["env"]["HINDSIGHT_DATA_DIR"]},
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(server["env"]["HINDSIGHT_DATA_DIR"]).parent,
-    ).stdout.strip()
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {minted}"})
+    grants = [
+        "--tenant",
+        "acme",
+        "--sub",
+        "ops-bot",
+        "--read",
+        "team:ops,user:9",
+        "--write",
+        "team:ops",
+        "--ttl",
+        "600",
+    ]
+    cwd = Path(server["env"]["HINDSIGHT_DATA_DIR"]).parent
+    token = hindsight("token", *grants, env=server["env"], cwd=cwd, check=True).stdout.strip()
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
     async with http, Client(streamable_http_client(server["url"], http_client=http)) as client:
         me = data(await client.call_tool("whoami", {}))
     assert me == {

@@ -14,8 +14,6 @@ import logging
 import os
 import resource
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +25,7 @@ import pytest
 
 from gateway.web.connections import TrustedProxies, fit_open_files
 from tenancy import mint_token
-from tests.gateway.test_cli_serve import free_port, wait_until_live
+from tests.gateway.cli_runs import free_port, serving
 
 SECRET = "connection-limits-secret-0123456789abcdef"
 DEADLINE = 1.0  # header and body deadline of the first server, in seconds
@@ -42,16 +40,8 @@ def serve(tmp_path: Path, **settings: object) -> Iterator[int]:
     env |= {"HINDSIGHT_DATA_DIR": str(tmp_path / "data"), "HINDSIGHT_PORT": str(port), "HINDSIGHT_JWT_SECRET": SECRET}
     env |= {"HINDSIGHT_LOG_LEVEL": "warning", "HINDSIGHT_RATE_LIMIT_ENABLED": "false"}
     env |= {f"HINDSIGHT_{name.upper()}": str(value) for name, value in settings.items()}
-    with (tmp_path / "server.log").open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path
-        )
-    try:
-        wait_until_live(f"http://127.0.0.1:{port}/livez", process)
+    with (tmp_path / "server.log").open("w") as log, serving(env=env, cwd=tmp_path, log=log):
         yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

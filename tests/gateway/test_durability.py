@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from bench.crash import KINDS, run_backend
 from tenancy import mint_token
 from tests.conftest import SECRET, data
-from tests.gateway.test_cli_serve import free_port, wait_until_live
+from tests.gateway.cli_runs import free_port, wait_until_live
 
 pytestmark = pytest.mark.anyio
 

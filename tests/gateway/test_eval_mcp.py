@@ -7,25 +7,26 @@ names where LoCoMo comes from when `--data` is not there."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 from starlette.applications import Starlette
 
 from gateway.cli.eval import LOCOMO_SOURCE
 from gateway.evaluation import locomo
 from gateway.evaluation.formats import FORMATS, HEADER, PLAIN
+from gateway.evaluation.locomo import Conversation
 from gateway.evaluation.over_mcp import EvaluationFailed, McpEvaluation
 from gateway.evaluation.report import BEGIN, END, render
 from gateway.services.runtime import Runtime
 from gateway.web.app import create_app
 from ops.config import Settings
 from tests.conftest import Mint, data, mcp_session, running
-from tests.gateway.cli_runs import REPO, clean_env, hindsight
-from tests.gateway.test_cli_serve import free_port, wait_until_live
+from tests.gateway.cli_runs import REPO, clean_env, free_port, hindsight, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -58,6 +59,9 @@ def tiny_dataset() -> list[dict[str, Any]]:
     return [{"sample_id": "tiny-1", "conversation": conversation, "qa": qa}]
 
 
+EVAL_ADMIN: dict[str, Any] = {"tenant": "eval", "read": [], "write": [], "admin": True}  # the token of an evaluator
+
+
 def tiny(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(tiny_dataset()))
@@ -71,13 +75,25 @@ async def live_app(settings: Settings) -> Any:
         yield started
 
 
+@pytest.fixture
+def conversation(tmp_path: Path) -> Conversation:
+    [only] = locomo.load(tiny(tmp_path))
+    return only
+
+
+@asynccontextmanager
+async def evaluator(app: Starlette, token: str) -> AsyncIterator[tuple[McpEvaluation, Client]]:
+    """An evaluation over an MCP session of `token` with `app` (on its own embedder), and the session's client."""
+    runtime: Runtime = app.state.runtime
+    async with mcp_session(app, token) as client:
+        yield McpEvaluation(client, runtime.embedder), client
+
+
 async def test_every_format_is_written_and_asked_through_mcp_with_the_hidden_turns_read_back(
-    live_app: Starlette, mint: Mint, tmp_path: Path
+    live_app: Starlette, mint: Mint, conversation: Conversation
 ) -> None:
-    [conversation] = locomo.load(tiny(tmp_path))
-    runtime: Runtime = live_app.state.runtime
-    async with mcp_session(live_app, mint(tenant="eval", read=[], write=[], admin=True)) as client:
-        reports = await McpEvaluation(client, runtime.embedder).run(FORMATS, [conversation])
+    async with evaluator(live_app, mint(**EVAL_ADMIN)) as (evaluation, client):
+        reports = await evaluation.run(FORMATS, [conversation])
         stored = data(await client.call_tool("list_memories", {"namespace": "locomo-eval-header-tiny-1"}))
 
     assert [r.format for r in reports] == ["plain", "header", "occurred_at"]
@@ -111,12 +127,9 @@ async def test_every_format_is_written_and_asked_through_mcp_with_the_hidden_tur
 
 
 async def test_a_rerun_with_the_same_request_ids_replays_each_write(
-    live_app: Starlette, mint: Mint, tmp_path: Path
+    live_app: Starlette, mint: Mint, conversation: Conversation
 ) -> None:
-    [conversation] = locomo.load(tiny(tmp_path))
-    runtime: Runtime = live_app.state.runtime
-    async with mcp_session(live_app, mint(tenant="eval", read=[], write=[], admin=True)) as client:
-        evaluation = McpEvaluation(client, runtime.embedder)
+    async with evaluator(live_app, mint(**EVAL_ADMIN)) as (evaluation, client):
         first = await evaluation.ingest(PLAIN, conversation, "locomo-rerun")
         again = await evaluation.ingest(PLAIN, conversation, "locomo-rerun")
         listed = data(await client.call_tool("list_memories", {"namespace": "locomo-rerun", "include_deleted": True}))
@@ -126,13 +139,11 @@ async def test_a_rerun_with_the_same_request_ids_replays_each_write(
 
 
 async def test_a_token_that_cannot_write_the_namespaces_stops_the_evaluation_with_the_gateway_error(
-    live_app: Starlette, mint: Mint, tmp_path: Path
+    live_app: Starlette, mint: Mint, conversation: Conversation
 ) -> None:
-    [conversation] = locomo.load(tiny(tmp_path))
-    runtime: Runtime = live_app.state.runtime
-    async with mcp_session(live_app, mint(tenant="eval", read=["user:1"], write=["user:1"])) as client:
+    async with evaluator(live_app, mint(tenant="eval", read=["user:1"], write=["user:1"])) as (evaluation, _):
         with pytest.raises(EvaluationFailed, match="write_memory: namespace_forbidden"):
-            await McpEvaluation(client, runtime.embedder).run([HEADER], [conversation])
+            await evaluation.run([HEADER], [conversation])
 
 
 def test_the_cli_prints_the_three_formats_side_by_side_and_writes_the_section(tmp_path: Path) -> None:
@@ -184,26 +195,11 @@ def test_missing_data_is_refused_saying_where_locomo_comes_from(tmp_path: Path, 
 def test_the_cli_evaluates_a_running_gateway_given_its_url_and_an_admin_token(tmp_path: Path) -> None:
     port = free_port()
     env = clean_env(HINDSIGHT_DATA_DIR=str(tmp_path / "data"), HINDSIGHT_PORT=str(port))
-    cli = [sys.executable, "-m", "gateway.cli"]
-    with (tmp_path / "server.log").open("w") as log:
-        server = subprocess.Popen(
-            [*cli, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, text=True
-        )
-        try:
-            wait_until_live(f"http://127.0.0.1:{port}/livez", server)
-            token = subprocess.run(
-                [*cli, "token", "--tenant", "acme", "--sub", "evaluator", "--admin", "--ttl", "600"],
-                env=env,
-                cwd=tmp_path,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
-            command = ["eval", "locomo", "--data", str(tiny(tmp_path)), "--formats", "plain,header"]
-            result = hindsight(*command, "--url", f"http://127.0.0.1:{port}/mcp", "--token", token, env=env)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    with (tmp_path / "server.log").open("w") as log, serving(env=env, cwd=tmp_path, log=log) as url:
+        grants = ["--tenant", "acme", "--sub", "evaluator", "--admin", "--ttl", "600"]
+        token = hindsight("token", *grants, env=env, cwd=tmp_path, check=True).stdout.strip()
+        command = ["eval", "locomo", "--data", str(tiny(tmp_path)), "--formats", "plain,header"]
+        result = hindsight(*command, "--url", url, "--token", token, env=env)
     assert result.returncode == 0, result.stderr[-4000:]
     assert f"the gateway at http://127.0.0.1:{port}/mcp" in result.stdout
     assert "| plain text | hindsight |" in result.stdout and "| timestamp header | hindsight |" in result.stdout

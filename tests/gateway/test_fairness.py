@@ -34,17 +34,10 @@ from tenancy import SCOPE_READ, SCOPE_WRITE, Principal
 from tenancy.errors import CpuBudgetSpent, TooManyCalls
 from tenancy.rate_limits import InProcessRateLimiter
 from tests.chat_server import ChatRequest, ChatServer
-from tests.conftest import BASE_URL, HEADERS, Mint, make_settings, running
+from tests.conftest import BASE_URL, GENEROUS_CALLS, HEADERS, Mint, make_settings, running
 from tests.tenancy.signing import FakeMonotonic
 
 pytestmark = pytest.mark.anyio
-
-GENEROUS_CALLS = {
-    "subject_read_per_minute": 1e6,
-    "subject_write_per_minute": 1e6,
-    "tenant_read_per_minute": 1e6,
-    "tenant_write_per_minute": 1e6,
-}
 
 
 def principal(tenant: str, subject: str) -> Principal:

@@ -208,24 +208,20 @@ JSON_RPC = {"accept": "application/json, text/event-stream", "content-type": "ap
 WHOAMI = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
 
 
-def http_durations(text: str) -> dict[tuple[str, str, str], float]:
+def counted(text: str, family: str, sample: str, labels: tuple[str, ...]) -> dict[tuple[str, ...], float]:
+    """The `sample` series of metric `family` as {its `labels`' values: count}, read with Prometheus' parser."""
+    [found] = [f for f in text_string_to_metric_families(text) if f.name == family]
+    return {tuple(s.labels[label] for label in labels): s.value for s in found.samples if s.name.endswith(sample)}
+
+
+def http_durations(text: str) -> dict[tuple[str, ...], float]:
     """`hindsight_http_request_duration_seconds` as {(method, route, status_class): count}."""
-    [family] = [f for f in text_string_to_metric_families(text) if f.name == "hindsight_http_request_duration_seconds"]
-    return {
-        (s.labels["method"], s.labels["route"], s.labels["status_class"]): s.value
-        for s in family.samples
-        if s.name.endswith("_count")
-    }
+    return counted(text, "hindsight_http_request_duration_seconds", "_count", ("method", "route", "status_class"))
 
 
-def http_responses(text: str) -> dict[tuple[str, str, str], float]:
-    """`hindsight_http_requests_total` as {(route, code, status_class): count}, read with Prometheus' parser."""
-    [family] = [f for f in text_string_to_metric_families(text) if f.name == "hindsight_http_requests"]
-    return {
-        (s.labels["route"], s.labels["code"], s.labels["status_class"]): s.value
-        for s in family.samples
-        if s.name.endswith("_total")
-    }
+def http_responses(text: str) -> dict[tuple[str, ...], float]:
+    """`hindsight_http_requests_total` as {(route, code, status_class): count}."""
+    return counted(text, "hindsight_http_requests", "_total", ("route", "code", "status_class"))
 
 
 async def test_every_http_response_is_counted_by_route_template_code_and_class_refusals_included(

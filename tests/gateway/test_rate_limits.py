@@ -22,7 +22,7 @@ from gateway.errors import REPLAY_META
 from gateway.web.app import create_app
 from memory.clock import ManualClock
 from ops.config import TenantLimits
-from tests.conftest import BASE_URL, HEADERS, Mint, make_settings, running
+from tests.conftest import BASE_URL, HEADERS, Mint, calls_per_minute, make_settings, running
 
 pytestmark = pytest.mark.anyio
 
@@ -35,13 +35,7 @@ async def post(http: httpx2.AsyncClient, token: str, body: dict[str, object], **
     return await http.post("/mcp", json=body, headers={**HEADERS, "authorization": f"Bearer {token}", **headers})
 
 
-TIGHT = TenantLimits(
-    subject_read_per_minute=60,
-    subject_write_per_minute=60,
-    tenant_read_per_minute=600,
-    tenant_write_per_minute=600,
-    burst_seconds=5,
-)  # 5 requests of burst per subject, 1 per second refill
+TIGHT = calls_per_minute(read=60, write=60, burst_seconds=5)  # 5 requests of burst per subject, 1 per second refill
 
 
 async def test_a_burst_over_the_bucket_gets_429_with_retry_after_and_refills(
@@ -67,13 +61,7 @@ async def test_a_burst_over_the_bucket_gets_429_with_retry_after_and_refills(
 
 
 async def test_redis_limits_are_shared_and_refill(tmp_path: Path, redis_url: str, mint: Mint) -> None:
-    fast = TenantLimits(
-        subject_read_per_minute=600,
-        subject_write_per_minute=600,
-        tenant_read_per_minute=6000,
-        tenant_write_per_minute=6000,
-        burst_seconds=0.3,
-    )  # 3 requests of burst, 10 per second refill
+    fast = calls_per_minute(read=600, write=600, burst_seconds=0.3)  # 3 requests of burst, 10 per second refill
     settings = make_settings(tmp_path / "data", redis_url=redis_url, rate_limit_default=fast)
     async with running(create_app(settings)) as app:
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE_URL) as http:

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,61 +16,39 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memory.stores.active_index import POINTER_FILE
 from tests.conftest import data
-from tests.gateway.test_cli_serve import free_port, wait_until_live
+from tests.gateway.cli_runs import clean_env, free_port, hindsight, serving
 
 pytestmark = pytest.mark.anyio
 
 
-def hindsight(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=check,
-        timeout=300,
-        cwd=Path(env["HINDSIGHT_DATA_DIR"]).parent,
-    )
+def cli(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """`hindsight *args` beside the data directory `env` names; a non-zero exit fails the test unless not `check`."""
+    return hindsight(*args, env=env, cwd=Path(env["HINDSIGHT_DATA_DIR"]).parent, timeout=300, check=check)
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
-    return clean | {"HINDSIGHT_DATA_DIR": str(tmp_path / "data")}
+    return clean_env(HINDSIGHT_DATA_DIR=str(tmp_path / "data"))
 
 
 @pytest.fixture
 def served(env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, Any]]:
-    port = free_port()
-    log = (tmp_path / "server.log").open("w+")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "serve"],
-        env=env | {"HINDSIGHT_PORT": str(port)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=tmp_path,
-    )
-    try:
-        wait_until_live(f"http://127.0.0.1:{port}/livez", process)
-        yield {"url": f"http://127.0.0.1:{port}/mcp", "env": env}
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+    with (tmp_path / "server.log").open("w+") as log:
+        with serving(env=env | {"HINDSIGHT_PORT": str(free_port())}, cwd=tmp_path, log=log) as url:
+            yield {"url": url, "env": env}
 
 
 async def test_reembed_moves_a_running_gateway_and_drops_the_old_index_on_request(served: dict[str, Any]) -> None:
     env, url = served["env"], served["url"]
-    agent = hindsight(env, "token", "--tenant", "acme", "--sub", "a", "--write", "user:1").stdout.strip()
-    operator = hindsight(env, "token", "--tenant", "ops", "--sub", "ops", "--operator").stdout.strip()
+    agent = cli(env, "token", "--tenant", "acme", "--sub", "a", "--write", "user:1").stdout.strip()
+    operator = cli(env, "token", "--tenant", "ops", "--sub", "ops", "--operator").stdout.strip()
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {agent}"})
     async with http, Client(streamable_http_client(url, http_client=http)) as client:
         written = data(await client.call_tool("write_memory", {"content": "The deploy window is Thursday 10:00"}))
 
-    moved = hindsight(env, "reembed", "--to", "use", "--url", url, "--token", operator)
+    moved = cli(env, "reembed", "--to", "use", "--url", url, "--token", operator)
     status = json.loads(moved.stdout)
-    dropped = hindsight(env, "reembed", "--drop-old", "--url", url, "--token", operator)
+    dropped = cli(env, "reembed", "--drop-old", "--url", url, "--token", operator)
 
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {agent}"})
     async with http, Client(streamable_http_client(url, http_client=http)) as client:
@@ -87,12 +63,12 @@ async def test_reembed_moves_a_running_gateway_and_drops_the_old_index_on_reques
 def test_reembed_offline_migrates_a_stopped_data_directory(env: dict[str, str], tmp_path: Path) -> None:
     records = tmp_path / "in.jsonl"
     records.write_text("".join(json.dumps({"content": f"Offline fact number {i}"}) + "\n" for i in range(4)))
-    hindsight(env, "import", "--tenant", "acme", "--namespace", "user:1", str(records))
+    cli(env, "import", "--tenant", "acme", "--namespace", "user:1", str(records))
 
-    unclear = hindsight(env, "reembed", check=False)
-    moved = json.loads(hindsight(env, "reembed", "--to", "use").stdout)
-    old_setting = hindsight(env, "reembed", "--status", check=False)  # still HINDSIGHT_EMBEDDER=wordllama
-    status = json.loads(hindsight(env | {"HINDSIGHT_EMBEDDER": "use"}, "reembed", "--status").stdout)
+    unclear = cli(env, "reembed", check=False)
+    moved = json.loads(cli(env, "reembed", "--to", "use").stdout)
+    old_setting = cli(env, "reembed", "--status", check=False)  # still HINDSIGHT_EMBEDDER=wordllama
+    status = json.loads(cli(env | {"HINDSIGHT_EMBEDDER": "use"}, "reembed", "--status").stdout)
 
     assert unclear.returncode == 2 and "exactly one of" in unclear.stderr
     assert moved["state"] == "switched" and moved["verified"] == 4

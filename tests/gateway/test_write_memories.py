@@ -19,9 +19,19 @@ from gateway.errors import REPLAY_META
 from gateway.web.app import create_app
 from memory.clock import ManualClock
 from memory.requests import WriteRequest
-from ops.config import SETTING_FIELDS, Settings, TenantLimits
+from ops.config import SETTING_FIELDS, Settings
 from tenancy import Principal, scope_for
-from tests.conftest import BASE_URL, Mint, data, error_code, make_settings, mcp_session, running, tool_error
+from tests.conftest import (
+    BASE_URL,
+    Mint,
+    calls_per_minute,
+    data,
+    error_code,
+    make_settings,
+    mcp_session,
+    running,
+    tool_error,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -199,13 +209,7 @@ async def test_a_batch_left_half_written_by_a_crash_is_completed_by_its_retry(ap
 
 
 async def test_a_batch_costs_one_write_token_per_item(tmp_path: Path, clock: ManualClock, mint: Mint) -> None:
-    tight = TenantLimits(
-        subject_read_per_minute=600,
-        subject_write_per_minute=60,
-        tenant_write_per_minute=600,
-        tenant_read_per_minute=6000,
-        burst_seconds=5,
-    )  # 5 write tokens of burst, 1 per second
+    tight = calls_per_minute(read=600, write=60, burst_seconds=5)  # 5 write tokens of burst, 1 per second
     body = {
         "jsonrpc": "2.0",
         "id": 1,

@@ -16,6 +16,7 @@ from memory.embedders import WordLlamaEmbedder
 from memory.ids import content_hash, new_memory_id
 from memory.models import Memory, MemoryKind, Source
 from memory.ports import ListQuery, VectorStore
+from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
@@ -109,6 +110,13 @@ async def assert_pages_of_three(store: VectorStore, writer: NamespaceScope, memo
     assert [i for p in pages for i in p] == [m.id for m in memories]
 
 
+async def expired(service: MemoryService, who: NamespaceScope, clock: ManualClock, *written: tuple[str, str]) -> None:
+    """Each (content, namespace) written with a minute to live, then two minutes passed: all of them expired."""
+    for content, namespace in written:
+        await service.write(who, WriteRequest(content=content, subject="t", namespace=namespace, ttl_seconds=60))
+    clock.advance(120)
+
+
 async def everything(store: EdgeVectorStore, tenant: str) -> list[Memory]:
     """Every memory of a tenant, deleted ones included (read through an admin scope)."""
     admin = scope(tenant, admin=True)
@@ -159,6 +167,12 @@ def me(acme: str) -> NamespaceScope:
 def writer(acme: str) -> NamespaceScope:
     """Reads and writes three namespaces of the test's `acme` tenant."""
     return scope(acme, write=["user:1", "user:2", "team:1"])
+
+
+@pytest.fixture
+def admin(acme: str) -> NamespaceScope:
+    """An admin of the test's `acme` tenant."""
+    return scope(acme, admin=True)
 
 
 @pytest.fixture(scope="module")

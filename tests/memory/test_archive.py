@@ -28,11 +28,6 @@ BY_MEANING = "paddling a small boat"  # no word in common with CANOE
 POLICY = ArchivePolicy(after_days=90, max_access_count=3)
 
 
-@pytest.fixture
-def admin(acme: str) -> NamespaceScope:
-    return scope(acme, admin=True)
-
-
 async def write(service: MemoryService, who: NamespaceScope, content: str, **extra: object) -> str:
     request = WriteRequest(content=content, subject="t", namespace="user:1", **extra)  # type: ignore[arg-type]
     outcome = await service.write(who, request)

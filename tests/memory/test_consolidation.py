@@ -16,7 +16,6 @@ from memory.models import Memory, MemoryKind
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
-from tests.memory.conftest import scope
 
 pytestmark = pytest.mark.anyio
 
@@ -52,11 +51,6 @@ UNRELATED = (
 )
 
 
-@pytest.fixture
-def admin(acme: str) -> NamespaceScope:
-    return scope(acme, admin=True)
-
-
 async def write_all(
     service: MemoryService, who: NamespaceScope, clock: ManualClock, texts: list[str], namespace: str = "user:1"
 ) -> dict[str, str]:
@@ -74,6 +68,13 @@ def interleaved(groups: dict[str, tuple[str, ...]]) -> list[str]:
     """The statements in the order a user would say them over weeks: the topics interleaved."""
     longest = max(len(g) for g in groups.values())
     return [g[i] for i in range(longest) for g in groups.values() if i < len(g)]
+
+
+async def consolidated_a_day_ago(service: MemoryService, admin: NamespaceScope, clock: ManualClock) -> None:
+    """The English example written over weeks and consolidated, then a day passed."""
+    await write_all(service, admin, clock, interleaved(ENGLISH))
+    await consolidate(service, admin, "user:1")
+    clock.advance(timedelta(days=1).total_seconds())
 
 
 async def semantic_memories(service: MemoryService, who: NamespaceScope, namespace: str = "user:1") -> list[Memory]:
@@ -167,9 +168,7 @@ async def test_a_grown_cluster_supersedes_its_own_older_version_and_keeps_it_as_
 async def test_recall_ranks_the_semantic_memory_above_its_sources_for_a_general_question(
     service: MemoryService, admin: NamespaceScope, clock: ManualClock
 ) -> None:
-    await write_all(service, admin, clock, interleaved(ENGLISH))
-    await consolidate(service, admin, "user:1")
-    clock.advance(timedelta(days=1).total_seconds())
+    await consolidated_a_day_ago(service, admin, clock)
     hits = await service.recall(admin, RecallRequest(query="how should I answer this user?", namespaces=["user:1"]))
     kinds = [h.memory.kind for h in hits]
     assert kinds[0] is MemoryKind.SEMANTIC and "short, concise answers" in hits[0].memory.content

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -96,9 +96,13 @@ def path(store_dir: Path) -> Path:
     return store_dir
 
 
-def write_again(request: WriteRequest) -> Callable[[MemoryService], Awaitable[WriteOutcome]]:
-    """The retry of a write: the same request, sent again with the scope of the first attempt."""
-    return lambda service: service.write(scope(TENANT, write=BOTH), request)
+async def write_retried(
+    backend: str, path: Path, embedder: WordLlamaEmbedder, **request: Any
+) -> tuple[WriteOutcome, list[Memory]]:
+    """The retry of a write of `agent-1` shared to `team:1` (the same request, sent again with the scope of the
+    first attempt) run here: its answer and every memory afterwards."""
+    retry = WriteRequest(subject="agent-1", share_to=["team:1"], **request)
+    return await retry_here(backend, path, embedder, lambda service: service.write(scope(TENANT, write=BOTH), retry))
 
 
 def live(memories: list[Memory], namespace: str) -> list[str]:
@@ -113,9 +117,7 @@ async def test_a_supersession_killed_at_any_step_is_completed_by_the_retry_of_th
     path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
     await kill_during(backend, path, embedder, "move", kill_at)
-
-    retry = WriteRequest(content="I moved to Paris", subject="agent-1", share_to=["team:1"], request_id="move-1")
-    outcome, memories = await retry_here(backend, path, embedder, write_again(retry))
+    outcome, memories = await write_retried(backend, path, embedder, content="I moved to Paris", request_id="move-1")
 
     assert outcome.status is WriteStatus.CREATED  # the first attempt's answer, never "duplicate"
     assert live(memories, "user:1") == ["I moved to Paris"]
@@ -146,9 +148,9 @@ async def test_an_update_in_place_killed_at_any_step_is_completed_by_the_retry_o
     path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
     await kill_during(backend, path, embedder, "rephrase", kill_at)
-
-    retry = WriteRequest(content="I live in Berlin!", subject="agent-1", share_to=["team:1"], request_id="rephrase-1")
-    outcome, memories = await retry_here(backend, path, embedder, write_again(retry))
+    outcome, memories = await write_retried(
+        backend, path, embedder, content="I live in Berlin!", request_id="rephrase-1"
+    )
 
     assert outcome.status is WriteStatus.UPDATED  # the first attempt's answer
     assert live(memories, "user:1") == live(memories, "team:1") == ["I live in Berlin!"]
@@ -189,11 +191,9 @@ async def test_a_forced_write_with_a_copy_is_stored_once_by_its_retry_wherever_i
     path: Path, embedder: WordLlamaEmbedder, backend: str, kill_at: int
 ) -> None:
     await kill_during(backend, path, embedder, "forced", kill_at)
-
-    retry = WriteRequest(
-        content="I live in Berlin", subject="agent-1", share_to=["team:1"], force=True, request_id="forced-1"
+    outcome, memories = await write_retried(
+        backend, path, embedder, content="I live in Berlin", force=True, request_id="forced-1"
     )
-    outcome, memories = await retry_here(backend, path, embedder, write_again(retry))
 
     forced = {m.namespace: m for m in memories if m.source.request_id == "forced-1"}
     assert len(memories) == 4  # the setup's memory and copy; the forced one and its copy, once each

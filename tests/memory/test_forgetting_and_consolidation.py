@@ -16,14 +16,9 @@ from memory.models import MemoryKind
 from memory.requests import ListRequest, RecallRequest, WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
-from tests.memory.conftest import scope
+from tests.memory.conftest import expired
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def admin(acme: str) -> NamespaceScope:
-    return scope(acme, admin=True)
 
 
 async def write(service: MemoryService, who: NamespaceScope, content: str, **extra: object) -> str:
@@ -115,13 +110,7 @@ async def test_related_episodes_are_consolidated_into_a_semantic_memory_with_sou
 async def test_a_maintenance_pass_covers_every_namespace_of_the_tenant(
     service: MemoryService, admin: NamespaceScope, acme: str, clock: ManualClock
 ) -> None:
-    await service.write(
-        admin, WriteRequest(content="Temporary door code 1234", subject="t", namespace="user:1", ttl_seconds=60)
-    )
-    await service.write(
-        admin, WriteRequest(content="Standup moved to 9:45", subject="t", namespace="team:x", ttl_seconds=60)
-    )
-    clock.advance(120)
+    await expired(service, admin, clock, ("Temporary door code 1234", "user:1"), ("Standup moved to 9:45", "team:x"))
     report = await maintain_tenant(service, admin)
     assert report.namespaces >= 2
     assert report.expired == 2

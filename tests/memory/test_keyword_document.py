@@ -17,16 +17,18 @@ from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from memory.text.keyword_document import INDEX_TERMS, keyword_vector
 from memory.text.words import tokenize
-from tests.memory.conftest import START, make_memory, scope
-from tests.memory.test_consolidation import CHINESE, ENGLISH, interleaved, semantic_memories, write_all
+from tests.memory.conftest import START, make_memory
+from tests.memory.test_consolidation import (
+    CHINESE,
+    ENGLISH,
+    consolidated_a_day_ago,
+    interleaved,
+    semantic_memories,
+    write_all,
+)
 
 pytestmark = pytest.mark.anyio
 ENCODER = Bm25Encoder()
-
-
-@pytest.fixture
-def admin(acme: str) -> NamespaceScope:
-    return scope(acme, admin=True)
 
 
 async def source_terms(service: MemoryService, who: NamespaceScope, memory: Memory) -> set[str]:
@@ -64,9 +66,7 @@ async def test_a_consolidated_memory_is_indexed_by_the_terms_its_sources_contain
 async def test_recall_finds_a_consolidated_memory_by_its_sources_words_and_not_by_its_frame_words(
     service: MemoryService, admin: NamespaceScope, clock: ManualClock
 ) -> None:
-    await write_all(service, admin, clock, interleaved(ENGLISH))
-    await consolidate(service, admin, "user:1")
-    clock.advance(timedelta(days=1).total_seconds())
+    await consolidated_a_day_ago(service, admin, clock)
 
     async def keyword_score(query: str) -> float | None:
         hits = await service.recall(admin, RecallRequest(query=query, namespaces=["user:1"], top_k=20))

@@ -13,7 +13,6 @@ from memory.requests import WriteRequest
 from memory.scope import NamespaceScope
 from memory.service import MemoryService
 from tests.chat_server import ChatRequest, ChatServer
-from tests.memory.conftest import scope
 from tests.redis_server import free_port
 
 pytestmark = pytest.mark.anyio
@@ -23,11 +22,6 @@ COFFEE = (
     "The user likes espresso with no sugar in the morning",
     "Every morning the user orders an espresso",
 )
-
-
-@pytest.fixture
-def admin(acme: str) -> NamespaceScope:
-    return scope(acme, admin=True)
 
 
 def merged(request: ChatRequest) -> str:

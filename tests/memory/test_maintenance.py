@@ -15,7 +15,7 @@ from memory.lifecycle.maintenance import maintain_tenant
 from memory.requests import ListRequest, WriteRequest
 from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
-from tests.memory.conftest import make_memory, scope
+from tests.memory.conftest import expired, make_memory, scope
 
 pytestmark = pytest.mark.anyio
 
@@ -31,13 +31,7 @@ async def test_a_failing_step_in_one_namespace_leaves_the_others_maintained(
             content, tenant=acme, namespace="team:a", at=clock.now(), tags=[["old"]] if i == 0 else ["meetings"]
         )
         await store.upsert(admin, [(memory, (await embedder.embed_documents([content]))[0])])
-    await service.write(
-        admin, WriteRequest(content="Temporary door code 1234", subject="t", namespace="team:a", ttl_seconds=60)
-    )
-    await service.write(
-        admin, WriteRequest(content="Guest wifi is hotel-42", subject="t", namespace="team:b", ttl_seconds=60)
-    )
-    clock.advance(120)
+    await expired(service, admin, clock, ("Temporary door code 1234", "team:a"), ("Guest wifi is hotel-42", "team:b"))
 
     report = await maintain_tenant(service, admin)
 

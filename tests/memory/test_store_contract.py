@@ -160,6 +160,14 @@ async def found(
     return {hit.memory.content for hit in hits}
 
 
+@pytest.fixture
+async def tea(store: VectorStore, writer: NamespaceScope, acme: str) -> Memory:
+    """A live memory of `user:1` of the test's `acme`, "The user likes tea", stored by `writer`."""
+    memory = make_memory("The user likes tea", tenant=acme)
+    await put(store, writer, memory)
+    return memory
+
+
 async def ids_listed(store: VectorStore, who: NamespaceScope, query: ListQuery) -> list[str]:
     page, _ = await store.list(who, query)
     return [m.id for m in page]
@@ -248,30 +256,26 @@ async def test_update_replaces_the_stored_fields_and_keeps_the_vector(
 
 
 async def test_update_to_deleted_removes_the_memory_from_search_but_not_from_get(
-    store: VectorStore, writer: NamespaceScope, acme: str
+    store: VectorStore, writer: NamespaceScope, tea: Memory
 ) -> None:
-    memory = make_memory("The user likes tea", tenant=acme)
-    await put(store, writer, memory)
-    deleted = replace(memory, deleted_at=NOW, delete_reason="asked to forget")
+    deleted = replace(tea, deleted_at=NOW, delete_reason="asked to forget")
 
     await store.update(writer, deleted)
 
     assert await found(store, writer, ("user:1",)) == set()
-    assert await store.get(writer, memory.id) == deleted
+    assert await store.get(writer, tea.id) == deleted
 
 
 async def test_an_update_back_to_live_clears_the_deletion_it_replaces(
-    store: VectorStore, writer: NamespaceScope, acme: str
+    store: VectorStore, writer: NamespaceScope, tea: Memory
 ) -> None:
-    memory = make_memory("The user likes tea", tenant=acme)
-    await put(store, writer, memory)
-    await store.update(writer, replace(memory, deleted_at=NOW, delete_reason="asked to forget"))
+    await store.update(writer, replace(tea, deleted_at=NOW, delete_reason="asked to forget"))
 
-    await store.update(writer, memory)  # restored: no deletion time or reason left stored
+    await store.update(writer, tea)  # restored: no deletion time or reason left stored
 
-    assert await store.get(writer, memory.id) == memory
-    assert await found(store, writer, ("user:1",)) == {memory.content}
-    assert await store.find_by_hash(writer, "user:1", memory.content_hash) == memory
+    assert await store.get(writer, tea.id) == tea
+    assert await found(store, writer, ("user:1",)) == {tea.content}
+    assert await store.find_by_hash(writer, "user:1", tea.content_hash) == tea
 
 
 async def test_an_update_that_clears_fields_leaves_none_of_their_old_values(
@@ -881,15 +885,12 @@ async def test_record_access_increments_access_count_and_sets_last_accessed_at(
 
 
 async def test_record_access_from_another_tenant_or_namespace_changes_nothing(
-    store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str, tea: Memory
 ) -> None:
-    memory = make_memory("The user likes tea", tenant=acme)
-    await put(store, writer, memory)
-
     for outsider in outsiders(acme, globex):
-        await store.record_access(outsider, [memory.id], NOW)
+        await store.record_access(outsider, [tea.id], NOW)
 
-    assert await store.get(writer, memory.id) == memory
+    assert await store.get(writer, tea.id) == tea
 
 
 # -- delete ----------------------------------------------------------------------------------------------------
@@ -941,15 +942,12 @@ async def test_deleting_leaves_a_memory_of_another_tenant_alone_even_when_its_id
 
 
 async def test_deleting_memories_needs_an_admin_scope_and_a_refused_delete_removes_nothing(
-    store: VectorStore, writer: NamespaceScope, acme: str
+    store: VectorStore, writer: NamespaceScope, acme: str, tea: Memory
 ) -> None:
-    memory = make_memory("The user likes tea", tenant=acme)
-    await put(store, writer, memory)
-
     with pytest.raises(NamespaceForbidden):
-        await store.delete(writer, [memory.id])
+        await store.delete(writer, [tea.id])
 
-    assert await everything(store, acme) == [memory]
+    assert await everything(store, acme) == [tea]
 
 
 @pytest.mark.parametrize("kept_statistics", [True, False], ids=["kept-statistics", "counted"])
@@ -1022,46 +1020,38 @@ async def test_upsert_into_a_namespace_the_scope_cannot_write_raises_and_stores_
 
 
 async def test_update_into_a_namespace_the_scope_cannot_write_raises_and_changes_nothing(
-    store: VectorStore, writer: NamespaceScope, acme: str
+    store: VectorStore, writer: NamespaceScope, acme: str, tea: Memory
 ) -> None:
-    memory = make_memory("The user likes tea", tenant=acme)
-    await put(store, writer, memory)
-
     with pytest.raises(NamespaceForbidden):
-        await store.update(scope(acme, read=["user:1"]), replace(memory, content="changed"))
+        await store.update(scope(acme, read=["user:1"]), replace(tea, content="changed"))
     with pytest.raises(NamespaceForbidden):
-        await store.update(scope(acme, write=["user:2"]), replace(memory, namespace="user:3"))
+        await store.update(scope(acme, write=["user:2"]), replace(tea, namespace="user:3"))
 
-    assert await store.get(writer, memory.id) == memory
+    assert await store.get(writer, tea.id) == tea
 
 
 async def test_update_never_overwrites_a_memory_of_another_tenant(
-    request: pytest.FixtureRequest, backend: str, store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+    store: VectorStore, writer: NamespaceScope, globex: str, tea: Memory
 ) -> None:
-    victim = make_memory("The user likes tea", tenant=acme)
-    await put(store, writer, victim)
-    forged = replace(victim, tenant=globex, content="overwritten by globex")
+    forged = replace(tea, tenant=globex, content="overwritten by globex")
 
     with contextlib.suppress(NamespaceForbidden, BackendUnavailable):
         await store.update(scope(globex, write=["user:1"]), forged)
 
-    assert await store.get(writer, victim.id) == victim
+    assert await store.get(writer, tea.id) == tea
 
 
 async def test_upsert_never_replaces_a_memory_of_another_tenant_or_an_unwritable_namespace(
-    request: pytest.FixtureRequest, backend: str, store: VectorStore, writer: NamespaceScope, acme: str, globex: str
+    store: VectorStore, writer: NamespaceScope, acme: str, globex: str, tea: Memory
 ) -> None:
-    victim = make_memory("The user likes tea", tenant=acme)
-    await put(store, writer, victim)
-
     for who, forged in [
-        (scope(globex, write=["user:1"]), replace(victim, tenant=globex, content="overwritten by globex")),
-        (scope(acme, read=["user:1"], write=["user:9"]), replace(victim, namespace="user:9", content="moved away")),
+        (scope(globex, write=["user:1"]), replace(tea, tenant=globex, content="overwritten by globex")),
+        (scope(acme, read=["user:1"], write=["user:9"]), replace(tea, namespace="user:9", content="moved away")),
     ]:
         with contextlib.suppress(NamespaceForbidden, BackendUnavailable):
             await put(store, who, forged)
 
-    assert await store.get(writer, victim.id) == victim
+    assert await store.get(writer, tea.id) == tea
 
 
 # -- lifecycle -------------------------------------------------------------------------------------------------

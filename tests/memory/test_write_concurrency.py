@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,7 +26,7 @@ from memory.service import MemoryService
 from memory.stores.edge import EdgeVectorStore
 from ops.redis_client import open_redis
 from tests.memory.conftest import scope
-from tests.redis_server import RedisServer, frozen
+from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
 
@@ -162,23 +161,17 @@ async def test_a_redis_namespace_lock_of_a_crashed_holder_ends_with_its_lease(re
 
 
 async def test_a_lock_taken_just_before_redis_froze_is_left_to_its_lease_without_waiting_a_deadline(
-    tmp_path: Path,
+    own_redis: RedisServer,
 ) -> None:
-    server = RedisServer(tmp_path / "redis")
-    server.start()
-    try:
-        assert server.process is not None
-        client = open_redis(server.url, cluster=False, timeout_seconds=5)
-        locks = RedisNamespaceLocks(client, wait_seconds=5, lease_seconds=1, release_seconds=0.3)
-        with contextlib.ExitStack() as freezing:
-            async with locks.hold("acme", "user:1"):
-                freezing.enter_context(frozen(server.process))  # Redis hangs while the write holds the lock
-                started = time.monotonic()
-            took = time.monotonic() - started  # the release, made while Redis hangs
-        with anyio.fail_after(5):  # Redis is back: the lease (1 s) ends the lock that was not released
-            async with locks.hold("acme", "user:1"):
-                pass
-        await client.aclose()
-    finally:
-        server.stop()
+    client = open_redis(own_redis.url, cluster=False, timeout_seconds=5)
+    locks = RedisNamespaceLocks(client, wait_seconds=5, lease_seconds=1, release_seconds=0.3)
+    with contextlib.ExitStack() as freezing:
+        async with locks.hold("acme", "user:1"):
+            freezing.enter_context(own_redis.freeze())  # Redis hangs while the write holds the lock
+            started = time.monotonic()
+        took = time.monotonic() - started  # the release, made while Redis hangs
+    with anyio.fail_after(5):  # Redis is back: the lease (1 s) ends the lock that was not released
+        async with locks.hold("acme", "user:1"):
+            pass
+    await client.aclose()
     assert took < 0.3 + 0.5, took  # not the client's 5 s deadline

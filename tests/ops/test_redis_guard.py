@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ import redis.exceptions
 from ops.circuit_breaker import BreakerState, CircuitBreaker
 from ops.redis_client import CircuitOpen, RedisClient, Skipped, health_check, one_request, open_redis, redis_deadline
 from tests.conftest import Freeze
-from tests.redis_server import RedisServer, frozen
+from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
 
@@ -117,42 +116,30 @@ async def test_a_health_check_that_gets_an_answer_closes_the_breaker_before_the_
     await client.aclose()
 
 
-async def test_without_a_breaker_every_call_still_has_its_deadline(tmp_path: Path) -> None:
-    server = RedisServer(tmp_path / "redis")
-    server.start()
-    try:
-        assert server.process is not None
-        client = open_redis(server.url, cluster=False, timeout_seconds=TIMEOUT)
-        await client.ping()
-        with frozen(server.process):
-            for _ in range(3):
-                took, error = await timed(lambda: client.get(KEY))
-                assert took < TIMEOUT + SLACK and isinstance(error, redis.exceptions.TimeoutError), (took, error)
-        assert await client.ping()
-        await client.aclose()
-    finally:
-        server.stop()
+async def test_without_a_breaker_every_call_still_has_its_deadline(own_redis: RedisServer) -> None:
+    client = open_redis(own_redis.url, cluster=False, timeout_seconds=TIMEOUT)
+    await client.ping()
+    with own_redis.freeze():
+        for _ in range(3):
+            took, error = await timed(lambda: client.get(KEY))
+            assert took < TIMEOUT + SLACK and isinstance(error, redis.exceptions.TimeoutError), (took, error)
+    assert await client.ping()
+    await client.aclose()
 
 
 async def test_in_one_request_only_the_first_call_that_can_do_without_an_answer_waits_for_a_hung_server(
-    tmp_path: Path,
+    own_redis: RedisServer,
 ) -> None:
-    server = RedisServer(tmp_path / "redis")
-    server.start()
-    try:
-        assert server.process is not None
-        breaker = CircuitBreaker("redis", threshold=10, cooldown_seconds=5)
-        client = open_redis(server.url, cluster=False, timeout_seconds=TIMEOUT, breaker=breaker)
-        await client.ping()
-        with frozen(server.process), one_request():
-            first = await timed(lambda: _with_deadline(0.2, client.get(KEY)))
-            second = await timed(lambda: _with_deadline(0.2, client.get(KEY)))
-            needed = await timed(lambda: client.get(KEY))  # one that needs its answer still waits for it
-        with one_request():
-            assert await _with_deadline(0.2, client.ping())  # a new request: made
-        await client.aclose()
-    finally:
-        server.stop()
+    breaker = CircuitBreaker("redis", threshold=10, cooldown_seconds=5)
+    client = open_redis(own_redis.url, cluster=False, timeout_seconds=TIMEOUT, breaker=breaker)
+    await client.ping()
+    with own_redis.freeze(), one_request():
+        first = await timed(lambda: _with_deadline(0.2, client.get(KEY)))
+        second = await timed(lambda: _with_deadline(0.2, client.get(KEY)))
+        needed = await timed(lambda: client.get(KEY))  # one that needs its answer still waits for it
+    with one_request():
+        assert await _with_deadline(0.2, client.ping())  # a new request: made
+    await client.aclose()
 
     assert first[0] < 0.2 + SLACK and isinstance(first[1], redis.exceptions.TimeoutError), first
     assert second[0] < 0.05 and isinstance(second[1], Skipped), second

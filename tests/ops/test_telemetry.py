@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from ops.config import Settings
 from ops.telemetry import build_tracer_provider, otlp_traces_endpoint
 from ops.version import VERSION
 from tests.conftest import Mint, data, make_settings, mcp_session, running
+from tests.http_stub import QuietHandler
 
 # -- a real OTLP/HTTP receiver ----------------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ class OtlpReceiver:
         lock = threading.Lock()
         exports = self.exports
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 with lock:
@@ -59,15 +60,7 @@ class OtlpReceiver:
                             ExportTraceServiceRequest.FromString(body),
                         )
                     )
-                answer = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
+                self.answer(200, "application/x-protobuf", ExportTraceServiceResponse().SerializeToString())
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -110,6 +103,14 @@ def settings_with(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **env: str) -
 
 # -- which exporters the variables ask for ----------------------------------------------------------------------
 
+ExportersFor = Callable[..., tuple[str, ...]]
+
+
+@pytest.fixture
+def exporters_for(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ExportersFor:
+    """The trace exporters that settings read with these variables set ask for."""
+    return lambda **env: settings_with(monkeypatch, tmp_path, **env).observability.otel_traces_exporters()
+
 
 def test_tracing_is_off_when_no_otel_variable_is_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     settings = settings_with(monkeypatch, tmp_path)
@@ -118,57 +119,35 @@ def test_tracing_is_off_when_no_otel_variable_is_set(monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
-def test_an_otlp_endpoint_alone_turns_otlp_tracing_on(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str
-) -> None:
-    settings = settings_with(monkeypatch, tmp_path, **{variable: "http://collector:4318"})
-    assert settings.observability.otel_traces_exporters() == ("otlp",)
+def test_an_otlp_endpoint_alone_turns_otlp_tracing_on(exporters_for: ExportersFor, variable: str) -> None:
+    assert exporters_for(**{variable: "http://collector:4318"}) == ("otlp",)
 
 
 @pytest.mark.parametrize(
-    ("value", "exporters"),
+    ("value", "named"),
     [("otlp", ("otlp",)), ("console", ("console",)), ("otlp, Console", ("otlp", "console")), ("none", ())],
 )
 def test_otel_traces_exporter_names_the_exporters_even_without_an_endpoint(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str, exporters: tuple[str, ...]
+    exporters_for: ExportersFor, value: str, named: tuple[str, ...]
 ) -> None:
-    settings = settings_with(monkeypatch, tmp_path, OTEL_TRACES_EXPORTER=value)
-    assert settings.observability.otel_traces_exporters() == exporters
+    assert exporters_for(OTEL_TRACES_EXPORTER=value) == named
 
 
-def test_otel_traces_exporter_none_wins_over_an_endpoint_and_the_old_switch(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    settings = settings_with(
-        monkeypatch,
-        tmp_path,
-        OTEL_TRACES_EXPORTER="none",
-        OTEL_EXPORTER_OTLP_ENDPOINT="http://collector:4318",
-        HINDSIGHT_OTEL_ENABLED="true",
-    )
-    assert settings.observability.otel_traces_exporters() == ()
+def test_otel_traces_exporter_none_wins_over_an_endpoint_and_the_old_switch(exporters_for: ExportersFor) -> None:
+    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
+    assert exporters_for(OTEL_TRACES_EXPORTER="none", HINDSIGHT_OTEL_ENABLED="true", **endpoint) == ()
 
 
-def test_otel_traces_exporter_otlp_exports_even_when_the_old_switch_says_false(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    settings = settings_with(
-        monkeypatch,
-        tmp_path,
-        OTEL_TRACES_EXPORTER="otlp",
-        OTEL_EXPORTER_OTLP_ENDPOINT="http://collector:4318",
-        HINDSIGHT_OTEL_ENABLED="false",
-    )
-    assert settings.observability.otel_traces_exporters() == ("otlp",)
+def test_otel_traces_exporter_otlp_exports_even_when_the_old_switch_says_false(exporters_for: ExportersFor) -> None:
+    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
+    assert exporters_for(OTEL_TRACES_EXPORTER="otlp", HINDSIGHT_OTEL_ENABLED="false", **endpoint) == ("otlp",)
 
 
 def test_the_old_switch_set_to_false_keeps_an_endpoint_alone_from_turning_tracing_on(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    exporters_for: ExportersFor,
 ) -> None:
-    settings = settings_with(  # what docker-compose.yml sets by default: an endpoint, the switch off
-        monkeypatch, tmp_path, HINDSIGHT_OTEL_ENABLED="false", OTEL_EXPORTER_OTLP_ENDPOINT="http://otel-collector:4318"
-    )
-    assert settings.observability.otel_traces_exporters() == ()
+    compose = {"HINDSIGHT_OTEL_ENABLED": "false", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector:4318"}
+    assert exporters_for(**compose) == ()  # what docker-compose.yml sets by default: an endpoint, the switch off
 
 
 def test_the_old_hindsight_switch_alone_turns_otlp_on_at_the_exporters_default_endpoint(
@@ -183,30 +162,22 @@ def test_the_old_hindsight_switch_alone_turns_otlp_on_at_the_exporters_default_e
 
 
 @pytest.mark.parametrize("value", ["true", "TRUE", " True "])
-def test_otel_sdk_disabled_turns_tracing_off_whatever_else_is_set(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str
-) -> None:
-    settings = settings_with(
-        monkeypatch,
-        tmp_path,
-        OTEL_SDK_DISABLED=value,
-        OTEL_TRACES_EXPORTER="otlp,console",
-        OTEL_EXPORTER_OTLP_ENDPOINT="http://collector:4318",
-        OTEL_EXPORTER_OTLP_PROTOCOL="grpc",  # not even an error: nothing is exported
-        HINDSIGHT_OTEL_ENABLED="true",
-    )
-    assert settings.observability.otel_traces_exporters() == ()
+def test_otel_sdk_disabled_turns_tracing_off_whatever_else_is_set(exporters_for: ExportersFor, value: str) -> None:
+    everything = {
+        "OTEL_TRACES_EXPORTER": "otlp,console",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",  # not even an error: nothing is exported
+        "HINDSIGHT_OTEL_ENABLED": "true",
+    }
+    assert exporters_for(OTEL_SDK_DISABLED=value, **everything) == ()
 
 
 @pytest.mark.parametrize("value", ["false", "", "1", "yes"])
-def test_otel_sdk_disabled_is_true_only_when_it_says_true(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str
-) -> None:
-    settings = settings_with(monkeypatch, tmp_path, OTEL_SDK_DISABLED=value, OTEL_TRACES_EXPORTER="console")
-    assert settings.observability.otel_traces_exporters() == ("console",)
+def test_otel_sdk_disabled_is_true_only_when_it_says_true(exporters_for: ExportersFor, value: str) -> None:
+    assert exporters_for(OTEL_SDK_DISABLED=value, OTEL_TRACES_EXPORTER="console") == ("console",)
 
 
-def test_empty_otel_variables_count_as_unset(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_empty_otel_variables_count_as_unset(exporters_for: ExportersFor) -> None:
     empty = {
         "OTEL_SDK_DISABLED": "",
         "OTEL_TRACES_EXPORTER": "",
@@ -215,8 +186,7 @@ def test_empty_otel_variables_count_as_unset(monkeypatch: pytest.MonkeyPatch, tm
         "OTEL_EXPORTER_OTLP_PROTOCOL": "",
         "HINDSIGHT_OTEL_ENABLED": "",
     }
-    settings = settings_with(monkeypatch, tmp_path, **empty)
-    assert settings.observability.otel_traces_exporters() == ()
+    assert exporters_for(**empty) == ()
 
 
 @pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"])
@@ -230,22 +200,13 @@ def test_a_grpc_protocol_is_refused_when_settings_are_read_saying_what_to_set_in
     assert "http/protobuf" in message and "4318" in message
 
 
-def test_the_traces_protocol_wins_over_the_general_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    settings = settings_with(
-        monkeypatch,
-        tmp_path,
-        OTEL_EXPORTER_OTLP_ENDPOINT="http://collector:4318",
-        OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
-        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/protobuf",
-    )
-    assert settings.observability.otel_traces_exporters() == ("otlp",)
+def test_the_traces_protocol_wins_over_the_general_one(exporters_for: ExportersFor) -> None:
+    protocols = {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}
+    assert exporters_for(OTEL_EXPORTER_OTLP_ENDPOINT="http://collector:4318", **protocols) == ("otlp",)
 
 
-def test_a_grpc_protocol_does_not_matter_to_the_console_exporter(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    settings = settings_with(monkeypatch, tmp_path, OTEL_TRACES_EXPORTER="console", OTEL_EXPORTER_OTLP_PROTOCOL="grpc")
-    assert settings.observability.otel_traces_exporters() == ("console",)
+def test_a_grpc_protocol_does_not_matter_to_the_console_exporter(exporters_for: ExportersFor) -> None:
+    assert exporters_for(OTEL_TRACES_EXPORTER="console", OTEL_EXPORTER_OTLP_PROTOCOL="grpc") == ("console",)
 
 
 @pytest.mark.parametrize(("value", "words"), [("zipkin", "zipkin is not available"), ("none,otlp", "'none' cannot")])

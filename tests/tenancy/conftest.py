@@ -58,14 +58,19 @@ def make_payload(now: int) -> PayloadFactory:
             "namespaces": {"read": ["user:42", "shared:support"], "write": ["user:42"]},
             "scope": "memory:read memory:write",
         }
-        for key, value in overrides.items():
-            if value is ...:
-                payload.pop(key, None)
-            else:
-                payload[key] = value
-        return payload
+        return overridden(payload, overrides)
 
     return factory
+
+
+def overridden(claims: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """`claims` with each of `overrides` set, or removed where its value is `...`."""
+    for key, value in overrides.items():
+        if value is ...:
+            claims.pop(key, None)
+        else:
+            claims[key] = value
+    return claims
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from tenancy import (
     parse_scope_claim,
     principal_from_payload,
 )
+from tests.tenancy.conftest import overridden
 
 
 def payload(**overrides: Any) -> dict[str, Any]:
@@ -25,12 +26,7 @@ def payload(**overrides: Any) -> dict[str, Any]:
         "namespaces": {"read": ["user:42"], "write": ["user:42"]},
         "scope": "memory:read memory:write",
     }
-    for key, value in overrides.items():
-        if value is ...:
-            base.pop(key, None)
-        else:
-            base[key] = value
-    return base
+    return overridden(base, overrides)
 
 
 def refused(data: dict[str, Any]) -> AuthenticationFailed:

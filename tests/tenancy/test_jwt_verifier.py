@@ -36,6 +36,20 @@ def rejection(verifier: JwtVerifier, token: str) -> AuthenticationFailed:
     return info.value
 
 
+Refused = Callable[..., AuthenticationFailed]
+
+
+@pytest.fixture
+def refused(verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder) -> Refused:
+    """The rejection of a token of the valid payload with `claims` overridden (`...` removes one), signed as
+    `encode` signs (with its `key` and `algorithm`)."""
+
+    def refuse(*, key: str | None = None, algorithm: str = "HS256", **claims: Any) -> AuthenticationFailed:
+        return rejection(verifier, encode(make_payload(**claims), key=key, algorithm=algorithm))
+
+    return refuse
+
+
 # --- valid tokens -------------------------------------------------------------------------------------------
 
 
@@ -117,42 +131,30 @@ def test_custom_claim_names_are_read(secret: str, make_payload: PayloadFactory, 
 # --- rejected tokens ----------------------------------------------------------------------------------------
 
 
-def test_expired_token_is_rejected(
-    verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder, now: int
-) -> None:
-    token = encode(make_payload(iat=now - 7200, exp=now - 3600))
-    assert rejection(verifier, token).reason == "expired"
+def test_expired_token_is_rejected(refused: Refused, now: int) -> None:
+    assert refused(iat=now - 7200, exp=now - 3600).reason == "expired"
 
 
-def test_token_with_nbf_in_the_future_is_rejected(
-    verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder, now: int
-) -> None:
-    token = encode(make_payload(nbf=now + 600))
-    assert rejection(verifier, token).reason == "not_yet_valid"
+def test_token_with_nbf_in_the_future_is_rejected(refused: Refused, now: int) -> None:
+    assert refused(nbf=now + 600).reason == "not_yet_valid"
 
 
-def test_token_issued_in_the_future_is_rejected(
-    verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder, now: int
-) -> None:
-    token = encode(make_payload(iat=now + 600, exp=now + 4000))
-    assert rejection(verifier, token).reason == "not_yet_valid"
+def test_token_issued_in_the_future_is_rejected(refused: Refused, now: int) -> None:
+    assert refused(iat=now + 600, exp=now + 4000).reason == "not_yet_valid"
 
 
-def test_token_without_exp_is_rejected(verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder) -> None:
-    error = rejection(verifier, encode(make_payload(exp=...)))
+def test_token_without_exp_is_rejected(refused: Refused) -> None:
+    error = refused(exp=...)
     assert error.reason == "missing_claim"
     assert "exp" in error.message
 
 
-def test_token_without_sub_is_rejected(verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder) -> None:
-    assert rejection(verifier, encode(make_payload(sub=...))).reason == "missing_claim"
+def test_token_without_sub_is_rejected(refused: Refused) -> None:
+    assert refused(sub=...).reason == "missing_claim"
 
 
-def test_token_with_bad_signature_is_rejected(
-    verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder
-) -> None:
-    token = encode(make_payload(), key="another-secret-that-is-also-long-enough-for-hs256!!")
-    assert rejection(verifier, token).reason == "bad_signature"
+def test_token_with_bad_signature_is_rejected(refused: Refused) -> None:
+    assert refused(key="another-secret-that-is-also-long-enough-for-hs256!!").reason == "bad_signature"
 
 
 def test_token_with_tampered_payload_is_rejected(
@@ -163,16 +165,12 @@ def test_token_with_tampered_payload_is_rejected(
     assert rejection(verifier, f"{header}.{forged_payload}.{signature}").reason == "bad_signature"
 
 
-def test_token_for_another_audience_is_rejected(
-    verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder
-) -> None:
-    assert rejection(verifier, encode(make_payload(aud="another-service"))).reason == "wrong_audience"
+def test_token_for_another_audience_is_rejected(refused: Refused) -> None:
+    assert refused(aud="another-service").reason == "wrong_audience"
 
 
-def test_token_without_audience_is_rejected_when_audience_is_configured(
-    verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder
-) -> None:
-    assert rejection(verifier, encode(make_payload(aud=...))).reason == "missing_claim"
+def test_token_without_audience_is_rejected_when_audience_is_configured(refused: Refused) -> None:
+    assert refused(aud=...).reason == "missing_claim"
 
 
 def test_token_from_another_issuer_is_rejected_when_issuer_is_configured(
@@ -195,11 +193,8 @@ def test_alg_none_is_rejected_even_if_listed_in_settings(secret: str) -> None:
         JwtSettings(secret=secret, algorithms=("HS256", "none"))
 
 
-def test_token_signed_hs512_is_rejected_when_only_hs256_is_allowed(
-    verifier: JwtVerifier, make_payload: PayloadFactory, encode: Encoder
-) -> None:
-    token = encode(make_payload(), algorithm="HS512")
-    assert rejection(verifier, token).reason == "algorithm_not_allowed"
+def test_token_signed_hs512_is_rejected_when_only_hs256_is_allowed(refused: Refused) -> None:
+    assert refused(algorithm="HS512").reason == "algorithm_not_allowed"
 
 
 def test_token_claiming_rs256_is_rejected_with_a_shared_secret(

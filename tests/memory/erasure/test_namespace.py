@@ -24,11 +24,6 @@ pytestmark = pytest.mark.anyio
 PRIVATE, SHARED = "user:1", "shared:t"
 
 
-@pytest.fixture
-def admin(acme: str) -> NamespaceScope:
-    return scope(acme, admin=True)
-
-
 async def written(service: MemoryService, tiers: Tiers, acme: str, clock: ManualClock) -> list[str]:
     """Wren's data in `PRIVATE`: memories copied into `SHARED` (and consolidated there), a working-memory session,
     a logged recall that returned one; and another subject's memory in `SHARED`. Answers the private ids."""

@@ -32,6 +32,11 @@ def contents(facts: list[ExtractedFact]) -> list[str]:
     return [f.content for f in facts]
 
 
+def spoken(turns: list[tuple[str, str | None, str]]) -> list[ExtractedFact]:
+    """The facts of user messages, each turn (event id, speaker, text)."""
+    return extract(*(event(i, "user_message", text, speaker=who) for i, who, text in turns))
+
+
 def test_the_flight_request_keeps_the_route_the_absolute_date_and_the_airline_preference_with_provenance() -> None:
     facts = extract(event("e1", "user_message", "帮我查一下北京到上海的航班，要明天上午的，最好国航"))
     assert contents(facts) == ["用户请助手查北京到上海的航班，要明天（2026-12-03）上午的，最好国航", "用户偏好国航"]
@@ -67,7 +72,7 @@ def test_locomo_like_turns_keep_the_facts_with_the_speaker_named_and_the_dates_a
         ),
         ("D4:3", "Caroline", "This necklace is a gift from my grandma in my home country, Sweden."),
     ]
-    facts = extract(*(event(i, "user_message", text, speaker=who) for i, who, text in turns))
+    facts = spoken(turns)
     assert contents(facts) == [
         "Melanie is swamped with the kids & work.",
         "Caroline went to a LGBTQ support group yesterday (2026-12-01) and it was so powerful.",
@@ -105,8 +110,7 @@ def test_a_statement_about_its_speaker_or_someone_named_stands_on_its_own() -> N
         ("e3", None, "I told you I am vegetarian, remember that."),  # an agent's user: "you" is the assistant
         ("e4", "Nate", "Star Wars never gets old."),
     ]
-    facts = extract(*(event(i, "user_message", text, speaker=who) for i, who, text in said))
-    assert contents(facts) == [
+    assert contents(spoken(said)) == [
         "Joanna finally finished Joanna's first screenplay last Friday (2026-11-27).",
         "Dancing always makes Jon feel alive.",
         "The user told you the user is vegetarian, remember that.",
@@ -122,8 +126,7 @@ def test_an_it_for_the_clause_after_it_or_before_whose_thing_it_is_or_a_demonstr
         ("e4", "Maria", "It is our anniversary today!"),  # "it" before whose thing it is
         ("e5", "Tim", "It's Sarah's wedding on Saturday."),
     ]
-    facts = extract(*(event(i, "user_message", text, speaker=who) for i, who, text in said))
-    assert contents(facts) == [
+    assert contents(spoken(said)) == [
         "It's great to see how far LGBTQ rights have come.",
         "It takes courage to share Jon's own story with strangers.",
         "This hoodie isn't for sale, it's from Gina's own collection.",
@@ -211,8 +214,7 @@ BETWEEN_PEOPLE = [
 
 
 def test_between_people_a_request_or_question_to_the_other_is_no_fact_and_their_statements_stay() -> None:
-    facts = extract(*(event(i, "user_message", text, speaker=who) for i, who, text in BETWEEN_PEOPLE))
-    assert contents(facts) == [
+    assert contents(spoken(BETWEEN_PEOPLE)) == [
         "John grew up in a rough neighborhood.",
         "Here's a pic of a school John visited last year (2025).",
         "Melanie loves animals!",

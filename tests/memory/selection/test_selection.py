@@ -23,11 +23,6 @@ def writer(acme: str) -> NamespaceScope:
     return scope(acme, read=NAMESPACES, write=NAMESPACES)
 
 
-@pytest.fixture
-def admin(acme: str) -> NamespaceScope:
-    return scope(acme, admin=True)
-
-
 async def write(service: MemoryService, who: NamespaceScope, content: str, subject: str, **kwargs: object) -> str:
     outcome = await service.write(who, WriteRequest(content=content, subject=subject, **kwargs))  # type: ignore[arg-type]
     assert outcome.id is not None
