@@ -4,13 +4,14 @@ from its fields (those the request has, the instants parsed), so no tool lists i
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from memory.validation import parse_instant
 
 INSTANTS = ("occurred_at", "since", "until", "as_of")  # arguments given as text, datetimes in a request
+Kind = Literal["episodic", "semantic"]  # a memory's kind, as the tools take it
 
 
 class EngineRequest(Protocol):

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gateway.operations.base import Kind, OperationArguments
 from gateway.recall_answer import Detail, Format, Order, RecallView
 from memory.requests import RecallRequest
-from memory.validation import EngineLimits, check_token_budget, parse_instant
+from memory.validation import EngineLimits, check_token_budget
 
-Kind = Literal["episodic", "semantic"]
 LOGGED = ("namespaces", "top_k", "kinds", "tags", "session_id", "since", "until", "token_budget", "format", "order")
 
 
-class RecallArguments(BaseModel):
+class RecallArguments(OperationArguments):
     """A question or task to recall for (docs/TOOLS.md says what each field means)."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
 
     query: str
     namespaces: list[str] | None = None
@@ -44,21 +42,7 @@ class RecallArguments(BaseModel):
 
     def request(self, view: RecallView) -> RecallRequest:
         """The engine's request (its token budget the one `view` checked)."""
-        return RecallRequest(
-            query=self.query,
-            namespaces=self.namespaces,
-            top_k=self.top_k,
-            kinds=self.kinds,
-            tags=self.tags,
-            session_id=self.session_id,
-            since=parse_instant(self.since, "since"),
-            until=parse_instant(self.until, "until"),
-            token_budget=view.token_budget,
-            include_superseded=self.include_superseded,
-            include_archived=self.include_archived,
-            as_of=parse_instant(self.as_of, "as_of"),
-            explain=self.explain,
-        )
+        return self.engine_request(RecallRequest, token_budget=view.token_budget)
 
     def logged(self) -> dict[str, Any]:
         """The arguments a recall-log entry keeps (`gateway.tools.recall_log`)."""

@@ -7,10 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from gateway.operations.base import OperationArguments
+from gateway.operations.base import Kind, OperationArguments
 from memory.events import EventType
 
-Kind = Literal["episodic", "semantic"]
 PAIRED = "'call_id' pairs a tool_call with its tool_result."
 Hidden = Literal["expired", "superseded", "merged", "forgotten", "passed", "archived"]
 

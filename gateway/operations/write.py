@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gateway.operations.base import Kind, OperationArguments
 from memory.requests import WriteRequest
-from memory.validation import parse_instant
-
-Kind = Literal["episodic", "semantic"]
 
 
-class WriteArguments(BaseModel):
+class WriteArguments(OperationArguments):
     """One statement to remember. What each field means is in docs/TOOLS.md; only where the name and type do not
     say it is it described here (every description is in every agent's context)."""
-
-    model_config = ConfigDict(strict=True, extra="forbid")
 
     content: str
     namespace: str | None = None  # a batch item without one: the batch's
@@ -33,7 +29,5 @@ class WriteArguments(BaseModel):
 
     def request(self, subject: str, *, namespace: str | None = None, tool: str = "write_memory") -> WriteRequest:
         """The engine's request, written by `subject` (`namespace`: where the arguments name none)."""
-        fields = self.model_dump()
-        fields["namespace"] = self.namespace if self.namespace is not None else namespace
-        fields["occurred_at"] = parse_instant(self.occurred_at, "occurred_at")
-        return WriteRequest(**fields, subject=subject, tool=tool)
+        where = self.namespace if self.namespace is not None else namespace
+        return self.engine_request(WriteRequest, namespace=where, subject=subject, tool=tool)
