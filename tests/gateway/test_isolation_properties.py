@@ -901,6 +901,11 @@ class Runner:
             del self.world.mems[mem.id]
             self.world.gone[mem.id] = mem.tenant
             self.world.gone_markers.add(mem.marker)
+        # the namespace's working memory goes with it (its other tenants' namespace of the same name stays)
+        sessions = [key for key in self.world.states if key[:2] == (agent.tenant, namespace)]
+        assert receipt["removed"]["working_memory_sessions"] == len(sessions)
+        for key in sessions:
+            self.world.gone_markers.add(self.world.states.pop(key)["marker"])
         # and the stored answers naming it or them: a retry of those calls runs again
         mentions = {namespace, *ids, *(m.id for m in copies)}
         for key, (_, answer) in list(self.world.answers.items()):
@@ -1021,6 +1026,18 @@ ADMIN_TOOLS_AND_STATES = Scenario(
 )
 
 
+# an admin purges its own namespace, whose working memory goes with its memories (found by the generator)
+STATE_PURGED = Scenario(
+    agents=(AgentSpec(0, (), ("user:1",), "admin"),),
+    ops=(
+        Write(0, None, (), False, None, 0, None),
+        PutState(0, None, "s1", None),
+        Purge(0, "user:1", True, None),
+        GetState(0, "user:1", "s1"),
+    ),
+)
+
+
 @settings(
     max_examples=MAX_EXAMPLES,
     deadline=None,
@@ -1031,6 +1048,7 @@ ADMIN_TOOLS_AND_STATES = Scenario(
 @given(scenario=scenarios())
 @example(scenario=SHARED_COPY_AND_OUTSIDERS)
 @example(scenario=ADMIN_TOOLS_AND_STATES)
+@example(scenario=STATE_PURGED)
 def test_no_call_crosses_a_tenant_or_namespace_grant(gateway: Gateway, scenario: Scenario) -> None:
     written, outcomes = gateway.portal.call(run_scenario, gateway, scenario)
     for outcome in sorted(outcomes):
