@@ -9,7 +9,6 @@ over the bound is measured twice more and the cheapest of the three counts (cach
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +25,7 @@ from memory.pipeline.settings import PipelineSettings
 from memory.recall.cues import query_cues, states_time
 from memory.text.budget import CpuBudget
 from memory.text.words import numbers, split_speaker, tokenize
+from tests.cpu_bounds import cpu_ms
 from tests.memory.conftest import START, make_memory
 
 BOUND_MS = 50.0  # per function and hostile input
@@ -36,18 +36,6 @@ REFERENCE = datetime(2026, 12, 1, 20, 0, tzinfo=UTC)  # "Dec 5", "on Fri", "next
 MAY = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)  # "5月5日", "May 5" name coming days
 ENCODER = Bm25Encoder()
 LATER = START + timedelta(days=1)
-
-
-def cpu_ms(work: Callable[[], Any], bound: float) -> float:
-    """The thread CPU time of `work()` in ms: one run, or the cheapest of three when the first is over `bound`."""
-    best = float("inf")
-    for _ in range(3):
-        started = time.thread_time()
-        work()
-        best = min(best, (time.thread_time() - started) * 1000)
-        if best < bound:
-            break
-    return best
 
 
 FUNCTIONS: dict[str, Callable[[str], Any]] = {
