@@ -1,7 +1,7 @@
 """Hostile texts at the 8,000-character content limit: each repeats the trigger of a text rule (a date, a weekday,
 a claim shape, a Chinese time word), or is built to make a pattern backtrack (one long word, a run of digits,
 spaces after a letter, a run of punctuation or numerals) or to grow under NFKC. Measured by `bench/hostile.py`;
-the CPU-bound tests (tests/memory/test_hostile_text.py) run each of them."""
+the CPU-bound tests (tests/memory/pipeline/test_hostile_text.py) run each of them."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ Average linkage joins two clusters only when the mean similarity over all their 
 chain of loosely related statements never becomes one cluster. Clusters are kept when they have at least
 `min_size` members and a topic term that most of them share (`core_share`); the cut and the weights are measured on
 the labelled set `gateway/evaluation/labels/consolidation_clusters.json` (`gateway.evaluation.consolidation_labels`,
-tests/memory/test_consolidation_labels.py): no false merge from 0.20 (English) and 0.18 (Chinese) up, 6 of 7
+tests/memory/consolidation/test_labels.py): no false merge from 0.20 (English) and 0.18 (Chinese) up, 6 of 7
 labelled groups found whole up to 0.22 (English) and 0.35 (Chinese).
 """
 

@@ -12,7 +12,7 @@ from memory.errors import InvalidArgument
 class PipelineSettings:
     """Each step can be switched off (e.g. to measure it). Thresholds are cosine similarities of the dense
     embedder, so they depend on it: the defaults are calibrated on WordLlama, `for_embedder` knows the others
-    (calibration pairs: tests/memory/test_pipeline_conflict.py)."""
+    (calibration pairs: tests/memory/pipeline/test_conflict.py)."""
 
     density_filter: bool = True
     time_bound_expiry: bool = True
@@ -67,7 +67,7 @@ class PipelineSettings:
             raise InvalidArgument("time_bound_grace_days must not be negative")
 
 
-# Calibrated on the pairs of tests/memory/test_pipeline_conflict.py. multilingual-e5 packs every sentence pair into
+# Calibrated on the pairs of tests/memory/pipeline/test_conflict.py. multilingual-e5 packs every sentence pair into
 # cosines of about 0.78..0.99, so its thresholds sit high: changed facts measured 0.86..0.97, compatible facts that
 # share an attribute 0.84..0.93, true near-duplicates 0.99, close non-duplicates up to 0.96.
 _CALIBRATED: dict[str, dict[str, float]] = {

@@ -196,7 +196,7 @@ def from_payload(memory_id: object, payload: dict[str, Any]) -> Memory:
         updated_at = created_at if updated == created else _required_time(updated, "updated_at")
         metadata = get("metadata")
         # positional, in `Memory`'s field order (by keyword its generated __init__ takes 2.6 us, positional 0.7 us);
-        # tests/memory/test_payload.py reads back a memory with every field set to a distinct value
+        # tests/memory/stores/test_payload.py reads back a memory with every field set to a distinct value
         return Memory(
             str(memory_id),
             tenant,

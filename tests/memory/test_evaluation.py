@@ -1,7 +1,7 @@
 """The LoCoMo evaluation, engine side: parsing, the turn formats, metrics against hand-worked numbers, the
 hidden-state tally, the report, and the in-process runner (the weight grid's) on a tiny conversation in the
 LoCoMo format plus a run over the LoCoMo-shaped fixture (tests/fixtures/). The MCP runner is tested in
-tests/gateway/test_eval_mcp.py; the figures on the LoCoMo dev split come from `hindsight eval locomo`
+tests/gateway/evaluation/test_over_mcp.py; the figures on the LoCoMo dev split come from `hindsight eval locomo`
 (docs/EVALUATION.md)."""
 
 from __future__ import annotations

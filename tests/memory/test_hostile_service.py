@@ -21,7 +21,7 @@ from memory.requests import RecallRequest, WriteRequest
 from memory.service import MemoryService
 from tests.cpu_bounds import ATTEMPTS
 from tests.memory.conftest import scope
-from tests.memory.test_hostile_text import hostile
+from tests.memory.pipeline.test_hostile_text import hostile
 
 pytestmark = pytest.mark.anyio
 

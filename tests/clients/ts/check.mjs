@@ -1,5 +1,5 @@
 // The official MCP TypeScript SDK (the client MCP Inspector is built on) against a running gateway.
-// tests/gateway/test_typescript_client.py runs it; by hand (after `npm ci` here):
+// tests/gateway/web/test_typescript_client.py runs it; by hand (after `npm ci` here):
 //
 //   HINDSIGHT_URL=http://127.0.0.1:8080/mcp HINDSIGHT_TOKEN=<token> node check.mjs calls|connect|rate-limit
 //

@@ -16,7 +16,7 @@ from gateway.answers.serialize import iso
 from gateway.services.maintenance import maintain_all
 from memory.clock import ManualClock
 from tests.conftest import BASE_URL, Mint, data, error_code, mcp_session
-from tests.gateway.test_hidden_memories import hidden_counts
+from tests.gateway.tools.test_hidden_memories import hidden_counts
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ from memory.service import MemoryService
 from memory.text.keyword_document import INDEX_TERMS, keyword_vector
 from memory.text.words import tokenize
 from tests.memory.conftest import START, make_memory
-from tests.memory.test_consolidation import (
+from tests.memory.consolidation.test_consolidation import (
     CHINESE,
     ENGLISH,
     consolidated_a_day_ago,

@@ -28,8 +28,8 @@ from tenancy import mint_token
 from tests.conftest import SECRET
 from tests.ops.deploy_support import ready_gateway
 
-TS_DIR = Path(__file__).resolve().parents[1] / "clients" / "ts"
-CLIENTS_MD = Path(__file__).resolve().parents[2] / "docs" / "CLIENTS.md"
+TS_DIR = Path(__file__).resolve().parents[2] / "clients" / "ts"
+CLIENTS_MD = Path(__file__).resolve().parents[3] / "docs" / "CLIENTS.md"
 LIMITED = "ts-limited"  # the tenant whose subjects get one read call a minute
 LIMITS = {LIMITED: {"subject_read_per_minute": 1, "burst_seconds": 60}}
 NODE_DEADLINE_S = 120

@@ -199,7 +199,7 @@ def test_serve_on_a_port_in_use_fails_before_printing_a_token_naming_hindsight_p
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_run_passes_port_as_hindsight_port() -> None:
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     dry = ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "run"]
     env = {k: v for k, v in os.environ.items() if k != "PORT"}
 

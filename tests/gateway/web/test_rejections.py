@@ -3,7 +3,7 @@ headers and a JSON-RPC 2.0 error whose `data` carries our error code, so the off
 `MCPError` that says `rate_limited` and when to retry. Checked with the SDK's `Client` and with raw HTTP.
 
 The 403 here is the HTTP-level one (a token without any `memory:*` scope); a token lacking the scope one tool
-needs gets the `scope_forbidden` tool error instead (tests/gateway/test_auth.py). For contrast, the same client's
+needs gets the `scope_forbidden` tool error instead (tests/gateway/web/test_auth.py). For contrast, the same client's
 success and tool errors (a result with `is_error`, our error as text, no structured content) are checked too."""
 
 from __future__ import annotations
@@ -394,7 +394,7 @@ async def test_the_sdk_client_validates_a_success_and_gets_tool_errors_as_text_w
 ) -> None:
     """A tool that fails answers a result, not a JSON-RPC error: `is_error`, our error as compact JSON text, and
     no structured content, which clients check against the tool's output schema (the TypeScript SDK even on an
-    error: tests/gateway/test_typescript_client.py)."""
+    error: tests/gateway/web/test_typescript_client.py)."""
     async with mcp_session(app, mint()) as session:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}  # caches the output schemas
         written = data(await session.call_tool("write_memory", {"content": "The user's favourite editor is Helix"}))

@@ -20,7 +20,7 @@ from memory.stores.edge import EdgeVectorStore
 from memory.stores.edge_shard import META_FILE, available_cpus, search_threads
 from memory.stores.payload import KEYWORD_FIELDS, TENANT_FIELD, to_payload
 from tests.memory.conftest import START, make_memory, scope
-from tests.memory.test_payload import FULL, earlier_layout
+from tests.memory.stores.test_payload import FULL, earlier_layout
 
 pytestmark = pytest.mark.anyio
 MODEL, DIM = "old-model", 4

@@ -44,7 +44,7 @@ pytestmark = pytest.mark.anyio
 
 BACKENDS = ["edge", "qdrant"]
 TENANT = "acme"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 T = TypeVar("T")
 
 

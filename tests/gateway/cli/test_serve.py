@@ -128,7 +128,7 @@ def test_hindsight_token_rejects_a_malformed_namespace(tmp_path: Path) -> None:
     assert "namespace" in result.stderr
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def readme_python() -> str:

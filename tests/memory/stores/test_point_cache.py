@@ -26,7 +26,7 @@ from memory.scope import NamespaceScope
 from memory.stores.edge import EdgeVectorStore
 from memory.stores.point_cache import FILL_EVERY, Point, PointCache
 from tests.memory.conftest import START, make_memory, scope
-from tests.memory.test_edge_keyword_stats import Failing
+from tests.memory.stores.test_edge_keyword_stats import Failing
 
 pytestmark = pytest.mark.anyio
 

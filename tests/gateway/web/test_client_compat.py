@@ -5,7 +5,7 @@ served by uvicorn on a free localhost port, so every request crosses TCP as it d
 FastMCP has its own client API (result parsing into `.data`, `ToolError` for tool errors, its own session
 runner) but speaks through the official SDK's transport and `ClientSession` underneath, so this checks what an
 agent built on FastMCP sees, not a second wire implementation (the official TypeScript SDK, which MCP Inspector
-is built on, is that check: tests/gateway/test_typescript_client.py). langchain-mcp-adapters cannot be installed
+is built on, is that check: tests/gateway/web/test_typescript_client.py). langchain-mcp-adapters cannot be installed
 beside `mcp` 2.x (0.3.2 requires `mcp<2.0.0`; 0.3.1 allows any `mcp` but fails at import), so it is not tested
 here (docs/CLIENTS.md)."""
 

@@ -31,8 +31,8 @@ from gateway.evaluation.tenant_cases import (
     run_embedded,
 )
 from gateway.services.runtime import scoring_weights
+from tests.gateway.cli.test_errors import Server, error_line, served, token
 from tests.gateway.cli_runs import REPO, clean_env, hindsight
-from tests.gateway.test_cli_errors import Server, error_line, served, token
 
 EXAMPLE = REPO / "examples" / "eval_cases.jsonl"
 TRIP = [

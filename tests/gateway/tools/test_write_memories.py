@@ -35,7 +35,7 @@ from tests.conftest import (
 
 pytestmark = pytest.mark.anyio
 
-CONFIGURATION = Path(__file__).resolve().parents[2] / "docs" / "CONFIGURATION.md"
+CONFIGURATION = Path(__file__).resolve().parents[3] / "docs" / "CONFIGURATION.md"
 MEMORY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # distinct facts, an exact repeat within the batch, chit-chat, a value that supersedes an earlier one, a session
 # of two turns, a near-duplicate, a forced repeat, a tagged memory with a ttl, and a memory with a speaker
