@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from bench.profiling import CAUSE_RULES, ENGINE_DSO, FRAME, OTHER_CAUSE, PYO3_CAUSE, py_spy_path
+from bench.profilers import FRAME, py_spy_path
+from bench.profiling import CAUSE_RULES, ENGINE_DSO, OTHER_CAUSE, PYO3_CAUSE
 
 PERF_RATE = 249  # Hz per CPU; DWARF stacks of 8 KiB: the engine's frames are near the leaf
 STACK_BYTES = 8192
@@ -192,7 +193,7 @@ def group_of(comm: str) -> str:
 
 
 def group_cpu(thread_cpu: dict[str, float]) -> dict[str, float]:
-    """`bench.profiling.thread_cpu` groups folded into `GROUPS`."""
+    """Thread groups (`bench.thread_cpu.task_cpu`) folded into `GROUPS`."""
     folded = dict.fromkeys(GROUPS, 0.0)
     for name, seconds in thread_cpu.items():
         if name == "native: edge-search":

@@ -29,8 +29,6 @@ Printed and written to RESULTS.md as its own section.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import multiprocessing
 import random
 import tempfile
@@ -38,6 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,248 +44,21 @@ import anyio
 import httpx2
 
 from bench import connections
+from bench.fairness_attack import FLOODS, HOARD, HOARDED, attack_process, outcome_of, plan_of
+from bench.fairness_corpus import SECRET, VICTIM, attack_arguments, published_bounds, seed, tenant_token
 from bench.procinfo import CLOCK_TICKS, cpu_seconds, load_average
-from bench.raw_mcp import HEADERS, request, tool_call
+from bench.raw_mcp import HEADERS, tool_call
 from bench.sections import replace_section
 from bench.server import ServerProcess
 from bench.stats import Samples, ms
-from tenancy import mint_token
 
-SECRET = "bench-fairness-secret-0123456789abcdef"
 BEGIN = "<!-- bench:fairness:begin -->"
 END = "<!-- bench:fairness:end -->"
 HEADING = "## Hostile tenant: cost-aware fairness"
-VICTIM, ATTACKER = "victim", "hostile"
 VICTIM_PERIOD = 0.2  # seconds between the victim's recalls
 VICTIM_QUERY = "where does the user deploy?"
-QUERY_CHARS, TOP_K, TOKEN_BUDGET = 7_900, 100, 100_000  # the issue's expensive recall, before the bounds
-BATCH_ITEMS, ITEM_CHARS = 120, 7_800
 COST_ATTACKS = ("1 connection", "4 connections, 1 token", "12 tokens, 1 tenant", "big batches + recalls")
-FLOODS = {"bad-token flood": "127.0.1.1", "1.1 MB body flood": "127.0.1.2"}  # attack: its source address
-HOARD = "5,000 idle connections"
 ATTACKS = (*COST_ATTACKS, *FLOODS, HOARD)
-FLOOD_CONNECTIONS, BAD_TOKEN_BYTES, BIG_BODY_BYTES = 8, 8_192, 1_100_000
-HOARDED, HOARD_ADDRESSES = 5_000, 50
-
-_VOCABULARY = (
-    "deploy server region cluster budget review design launch customer invoice contract meeting schedule "
-    "database migration backup release feature roadmap quarter metrics latency outage incident report "
-    "team hiring interview offer salary travel flight hotel conference talk slides paper draft editor "
-    "deadline garden kitchen recipe dinner coffee tea running cycling swimming piano guitar novel film "
-    "series museum"
-)
-_WORDS = _VOCABULARY.split()
-_PEOPLE = ("Alice", "Bob", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ivan", "Julia")
-
-
-def _token(tenant: str, subject: str) -> str:
-    ns = f"user:{tenant}"
-    return mint_token(SECRET, tenant=tenant, subject=subject, read=[ns], write=[ns], ttl_seconds=7200)
-
-
-def _sentence(rng: random.Random, i: int) -> str:
-    words = rng.sample(_WORDS, 6)
-    person = rng.choice(_PEOPLE)
-    return (
-        f"On day {i % 28 + 1} {person} talked about the {words[0]} {words[1]} and the {words[2]}, then decided to "
-        f"move the {words[3]} {words[4]} before the {words[5]} review number {i}."
-    )
-
-
-def memory_text(rng: random.Random, i: int, chars: int) -> str:
-    parts: list[str] = []
-    while sum(len(p) + 1 for p in parts) < chars:
-        parts.append(_sentence(rng, i * 31 + len(parts)))
-    return " ".join(parts)[:chars]
-
-
-def expensive_query(rng: random.Random, chars: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(chars // 4))[:chars].strip()
-
-
-# -- seeding ---------------------------------------------------------------------------------------------------
-async def seed(url: str, victim_memories: int, attacker_memories: int) -> None:
-    """The victim's facts and the attacker's corpus, written over MCP (batches of 64 by a seeding subject of each
-    tenant, waiting out the write buckets: a batch from a full bucket goes through and leaves it in debt)."""
-    rng = random.Random(7)
-    victim = ["The user's deploy target is AWS eu-west-1", "The user prefers short answers without preamble"]
-    victim += [memory_text(rng, i, 160) for i in range(victim_memories - len(victim))]
-    attacker = [memory_text(rng, 1000 + i, 700) for i in range(attacker_memories)]
-    async with httpx2.AsyncClient(headers=HEADERS, timeout=300.0) as http:
-        for tenant, texts in ((VICTIM, victim), (ATTACKER, attacker)):
-            for n, start in enumerate(range(0, len(texts), 64)):
-                items = [{"content": text} for text in texts[start : start + 64]]
-                token = _token(tenant, f"{tenant}-seeder-{n}")  # a fresh subject: a full write bucket
-                while True:
-                    answer = await http.post(
-                        url,
-                        content=tool_call("write_memories", {"items": items}),
-                        headers={"authorization": f"Bearer {token}"},
-                    )
-                    if answer.status_code != 429:
-                        break
-                    await anyio.sleep(float(answer.headers.get("retry-after", "1")))
-                if answer.status_code != 200 or b'"isError":true' in answer.content:
-                    raise RuntimeError(f"seeding {tenant} failed: {answer.status_code} {answer.text[:300]}")
-
-
-async def published_bounds(url: str) -> dict[str, dict[str, Any]]:
-    """The recall_memory argument schemas as `tools/list` publishes them."""
-    body = request("tools/list", {})
-    async with httpx2.AsyncClient(headers=HEADERS, timeout=60.0) as http:
-        answer = await http.post(url, content=body, headers={"authorization": f"Bearer {_token(VICTIM, 'lister')}"})
-    tools = answer.json()["result"]["tools"]
-    [recall] = [tool for tool in tools if tool["name"] == "recall_memory"]
-    properties: dict[str, dict[str, Any]] = recall["inputSchema"]["properties"]
-    return properties
-
-
-def attack_arguments(bounds: dict[str, dict[str, Any]], rng: random.Random) -> dict[str, Any]:
-    """The issue's expensive recall, each value cut to the largest the schema allows."""
-    chars = min(QUERY_CHARS, bounds["query"].get("maxLength", QUERY_CHARS))
-    return {
-        "query": expensive_query(rng, chars),
-        "top_k": min(TOP_K, bounds["top_k"].get("maximum", TOP_K)),
-        "format": "context",
-        "token_budget": min(TOKEN_BUDGET, bounds["token_budget"].get("maximum", TOKEN_BUDGET)),
-        "include_archived": True,
-        "include_superseded": True,
-        "explain": True,
-        "detail": "full",
-    }
-
-
-# -- the attackers (a child process) ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Plan:
-    url: str
-    recallers: tuple[str, ...]  # one connection each: the subject it uses
-    batchers: tuple[str, ...]
-    recall_arguments: dict[str, Any]
-    seconds: float
-    flood: str | None = None  # one of FLOODS: refused requests, sent without waiting
-    hoard: int = 0  # idle connections held open for the whole attack
-
-
-def _outcome(answer: httpx2.Response) -> str:
-    if answer.status_code == 429:
-        return "429"
-    if answer.status_code != 200:
-        return str(answer.status_code)
-    head = answer.content[-400:]
-    if b'"isError":true' in head:
-        code = json.loads(answer.json()["result"]["content"][0]["text"])["error"]["code"]
-        return f"error:{code}"
-    return "ok"
-
-
-async def _attack(plan: Plan) -> dict[str, Any]:
-    counts: dict[str, Counter[str]] = {"recall": Counter(), "batch": Counter()}
-    served: dict[str, list[float]] = {"recall": [], "batch": []}
-    deadline = time.monotonic() + plan.seconds
-    rng = random.Random(11)
-    items = [{"content": memory_text(rng, 90_000 + i, ITEM_CHARS), "force": True} for i in range(BATCH_ITEMS)]
-
-    async def loop(kind: str, subject: str, body: bytes) -> None:
-        token = _token(ATTACKER, subject)
-        async with httpx2.AsyncClient(headers={**HEADERS, "authorization": f"Bearer {token}"}, timeout=120) as http:
-            while time.monotonic() < deadline:
-                started = time.perf_counter()
-                try:
-                    answer = await http.post(plan.url, content=body)
-                except httpx2.HTTPError:
-                    counts[kind]["transport error"] += 1
-                    continue
-                outcome = _outcome(answer)
-                counts[kind][outcome] += 1
-                if outcome == "ok":
-                    served[kind].append(time.perf_counter() - started)
-                elif outcome == "429":  # an in-limit client: it waits as told
-                    await _pause(float(answer.headers.get("retry-after", "1")), deadline)
-                elif outcome == "error:rate_limited":  # no turn in time, or a budget spent meanwhile
-                    await _pause(1.0, deadline)
-
-    async def flood(source: str) -> None:
-        """Refused requests back to back from `source`, whatever the answer says."""
-        kind = "flood"
-        big = plan.flood == "1.1 MB body flood"
-        body = tool_call("write_memory", {"content": "x" * BIG_BODY_BYTES}) if big else tool_call("whoami", {})
-        transport = httpx2.AsyncHTTPTransport(local_address=source)
-        async with httpx2.AsyncClient(transport=transport, headers=HEADERS, timeout=30) as http:
-            while time.monotonic() < deadline:
-                token = _token(ATTACKER, "flooder") if big else bad_token(rng)
-                try:
-                    answer = await http.post(plan.url, content=body, headers={"authorization": f"Bearer {token}"})
-                except httpx2.HTTPError:
-                    counts[kind]["transport error"] += 1
-                    continue
-                counts[kind][_outcome(answer)] += 1
-
-    recall_body = tool_call("recall_memory", plan.recall_arguments)
-    batch_body = tool_call("write_memories", {"items": items})
-    counts["flood"] = Counter()
-    async with anyio.create_task_group() as group:
-        if plan.hoard:
-            counts["hoard"] = Counter()
-            group.start_soon(hoard, plan, counts["hoard"])
-        if plan.flood is not None:
-            for _ in range(FLOOD_CONNECTIONS):
-                group.start_soon(flood, FLOODS[plan.flood])
-        for subject in plan.recallers:
-            group.start_soon(loop, "recall", subject, recall_body)
-        for subject in plan.batchers:
-            group.start_soon(loop, "batch", subject, batch_body)
-    return {"counts": {k: dict(v) for k, v in counts.items()}, "served": served}
-
-
-def bad_token(rng: random.Random) -> str:
-    """A JWT-shaped bearer token of `BAD_TOKEN_BYTES` that no secret signed, new each time."""
-    return "eyJhbGciOiJIUzI1NiJ9." + "".join(rng.choices(_BASE64URL, k=BAD_TOKEN_BYTES - 21))
-
-
-_BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."
-
-
-async def hoard(plan: Plan, counts: Counter[str]) -> None:
-    """`plan.hoard` connections from `HOARD_ADDRESSES` addresses that send nothing, held until the plan's end;
-    `counts` gets how many the server answered (by status line) and how many were still open at the end."""
-    port = int(plan.url.split(":")[2].split("/")[0])
-    connections.raise_open_files(plan.hoard + 1024)
-    held = connections.Hoard(plan.hoard, began=time.monotonic())
-    stop, gate = asyncio.Event(), asyncio.Semaphore(connections.CONNECTING_AT_ONCE)
-    holders = [
-        asyncio.create_task(connections.hold_one(port, f"127.0.2.{1 + i % HOARD_ADDRESSES}", "idle", held, gate, stop))
-        for i in range(plan.hoard)
-    ]
-    await anyio.sleep(max(0.0, plan.seconds))
-    counts["held open to the end"] = held.open_now
-    stop.set()
-    await asyncio.gather(*holders)
-    for answer, times in held.answers.items():
-        counts[f"answered {answer}"] = len(times)
-    counts.update({f"not opened ({why})": n for why, n in held.not_opened.items()})
-
-
-async def _pause(seconds: float, deadline: float) -> None:
-    await anyio.sleep(max(0.0, min(seconds, deadline - time.monotonic())))
-
-
-def _attack_process(plan: Plan, results: Any) -> None:
-    results.put(anyio.run(_attack, plan))
-
-
-def plan_of(attack: str, url: str, arguments: dict[str, Any], seconds: float) -> Plan:
-    if attack == "1 connection":
-        return Plan(url, ("attacker-0",), (), arguments, seconds)
-    if attack == "4 connections, 1 token":
-        return Plan(url, ("attacker-0",) * 4, (), arguments, seconds)
-    if attack == "12 tokens, 1 tenant":
-        return Plan(url, tuple(f"attacker-{i}" for i in range(12)), (), arguments, seconds)
-    if attack in FLOODS:
-        return Plan(url, (), (), arguments, seconds, flood=attack)
-    if attack == HOARD:
-        return Plan(url, (), (), arguments, seconds, hoard=HOARDED)
-    return Plan(url, ("attacker-recall",), tuple(f"batcher-{i}" for i in range(4)), arguments, seconds)
 
 
 # -- the victim ------------------------------------------------------------------------------------------------
@@ -294,7 +66,7 @@ async def victim(url: str, seconds: float) -> Samples:
     """A recall every `VICTIM_PERIOD` seconds (from its start: a slow answer is not followed by a pause)."""
     samples = Samples()
     body = tool_call("recall_memory", {"query": VICTIM_QUERY})
-    token = _token(VICTIM, "victim-agent")
+    token = tenant_token(VICTIM, "victim-agent")
     async with httpx2.AsyncClient(headers={**HEADERS, "authorization": f"Bearer {token}"}, timeout=60) as http:
         for _ in range(3):  # warm-up: the connection made
             await http.post(url, content=body)
@@ -385,14 +157,14 @@ async def measure(
             for attack in attacks:
                 results = context.Queue()
                 plan = plan_of(attack, server.url, figures.arguments, seconds + 2.0)
-                child = context.Process(target=_attack_process, args=(plan, results), daemon=True)
+                child = context.Process(target=attack_process, args=(plan, results), daemon=True)
                 cpu_before, charged_before = cpu_seconds(server.pid), await charged_cpu(server.url)
                 machine_before = machine_cpu()
                 child.start()
                 await anyio.sleep(1.5)  # the attack under way
                 started = time.monotonic()
                 sampled = await victim(server.url, seconds)
-                outcome = await anyio.to_thread.run_sync(results.get)
+                outcome = await anyio.to_thread.run_sync(partial(outcome_of, child, results, plan.seconds))
                 child.join()
                 figures.attacks[attack] = AttackFigures(
                     sampled,

@@ -15,7 +15,7 @@ import anyio
 import anyio.to_thread
 import qdrant_edge as qe
 
-from bench import corpus, profiling
+from bench import corpus, profilers
 from bench.config import (
     WRITER,
     Config,
@@ -46,12 +46,12 @@ async def profile_stage(cfg: Config, results: Results, data_dir: Path, log: Path
     queries = corpus.queries(cfg.queries)
     all_namespaces = corpus.namespaces()
     size = max(cfg.sizes)
-    spy = profiling.py_spy_path() is not None
+    spy = profilers.py_spy_path() is not None
     deadline_s = cfg.profile_seconds
 
     async def profile(pid: int, title: str, drive: Callable[[], Awaitable[int]], name: str) -> None:
         path = profile_dir / name
-        results.profiles.append(await profiling.py_spy_profile(pid, title, drive, path, attach_s=min(1.0, deadline_s)))
+        results.profiles.append(await profilers.py_spy_profile(pid, title, drive, path, attach_s=min(1.0, deadline_s)))
 
     if spy:
         say("[profile] server under MCP recall and write")
@@ -105,8 +105,8 @@ async def profile_stage(cfg: Config, results: Results, data_dir: Path, log: Path
             await profile(os.getpid(), recall_title, recalls, "inproc-recall.txt")
             await profile(os.getpid(), write_title, writes, "inproc-write.txt")
         else:
-            results.profiles.append(await profiling.cprofile_profile(recall_title, recalls))
-            results.profiles.append(await profiling.cprofile_profile(write_title, writes))
+            results.profiles.append(await profilers.cprofile_profile(recall_title, recalls))
+            results.profiles.append(await profilers.cprofile_profile(write_title, writes))
 
         results.checks.update(await micro_checks(rt, queries))
 

@@ -28,8 +28,8 @@ import httpx2
 
 from bench import engine_causes, server_histogram
 from bench.procinfo import context_switches, cpu_seconds
-from bench.profiling import group_deltas, task_cpu
 from bench.stats import Samples
+from bench.thread_cpu import group_deltas, task_cpu
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 PROTOCOL_VERSION = "2025-06-18"

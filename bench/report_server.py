@@ -11,21 +11,13 @@ from bench import engine_causes, server_histogram
 from bench.config import Results
 from bench.profiling import CAUSE_RULES
 from bench.raw_mcp import Window
+from bench.report_tables import table
 from bench.server_cpu import RawFigures, Split, one_process, split_of, worker_estimate
 from bench.stats import Samples, ms
 
 RECALL = "recall"  # hindsight_recall_latency_seconds: tool start to result, fine buckets
 HTTP = "http:/mcp"  # hindsight_http_request_duration_seconds, POST /mcp: arrival to the end of the answer
 TARGET_BOUNDS_MS = (4.0, 15.0)  # the server-side latency targets
-
-
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def _table(header: list[str], rows: list[list[str]], align: str) -> list[str]:
-    rule = ["---:" if a == "r" else "---" for a in align]
-    return [_row(header), _row(rule), *(_row(r) for r in rows), ""]
 
 
 def _f(value: float, digits: int = 2) -> str:
@@ -125,7 +117,7 @@ def server_cpu_section(results: Results) -> list[str]:
         for f, w, _, sdk_cpu in sequential
     ]
     lines += ["### One raw client, sequential: server CPU", ""]
-    lines += _table(
+    lines += table(
         [
             "memories in scope",
             "server settings",
@@ -159,7 +151,7 @@ def server_cpu_section(results: Results) -> list[str]:
     ]
     lines += ["### One raw client, sequential: server-side latency beside the round trip", ""]
     lines += ["Milliseconds; 'bucket' = the histogram bucket the p50 falls in (its resolution).", ""]
-    lines += _table(
+    lines += table(
         [
             "memories in scope",
             "server settings",
@@ -201,7 +193,7 @@ def server_cpu_section(results: Results) -> list[str]:
     clients = raw[0].clients
     seconds = results.config.load_seconds
     lines += [f"### {clients} raw clients at once ({seconds:g} s, each its own connection)", ""]
-    lines += _table(
+    lines += table(
         [
             "memories in scope",
             "server settings",
@@ -255,7 +247,7 @@ def floors(results: Results, raw: list[RawFigures]) -> list[str]:
         "'server p50' from the server's histograms (`whoami`: tool start to result; `/livez`: the HTTP request); "
         "milliseconds.",
         "",
-        *_table(
+        *table(
             [
                 "store",
                 "server settings",
@@ -331,11 +323,11 @@ def causes_section(results: Results) -> list[str]:
         assert f.causes is not None
         total += ["", _f(sum(f.causes.cpu_ms.values()))]
     rows.append(total)
-    lines += _table(header, rows, "l" + "rr" * len(measured))
+    lines += table(header, rows, "l" + "rr" * len(measured))
     top = measured[0].causes
     assert top is not None
     lines += [f"Most sampled leaf functions ({measured[0].label}, {measured[0].env}), share of all samples:", ""]
-    lines += _table(["leaf", "share"], [[f"`{n}`", f"{s:.1f} %"] for n, s in top.top_leaves[:10]], "lr")
+    lines += table(["leaf", "share"], [[f"`{n}`", f"{s:.1f} %"] for n, s in top.top_leaves[:10]], "lr")
     return lines
 
 
@@ -380,7 +372,7 @@ def workers_section(results: Results) -> list[str]:
                     _f(worker_estimate(split, cores, cores, 1.5), 0),
                 ]
             )
-    lines += _table(
+    lines += table(
         [
             "memories in scope",
             "P ms/recall",

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from bench import extraction_quality
-from bench.extraction_quality import CONFIGS, Dataset, Figures, LanguageFigures
+from bench.extraction_figures import CONFIGS, Dataset, Figures, LanguageFigures
 from bench.sections import replace_section
 from gateway.evaluation import memorybank
 from gateway.evaluation.locomo import truncated

@@ -18,7 +18,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.crash import KINDS, run_backend
+from bench.crash import run_backend
+from bench.crash_clients import KINDS
 from tenancy import mint_token
 from tests.conftest import SECRET, data
 from tests.gateway.cli_runs import free_port, wait_until_live
