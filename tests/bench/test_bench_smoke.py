@@ -106,24 +106,27 @@ def fixture_data(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.anyio
 @pytest.mark.usefixtures("fixture_data")
 @pytest.mark.parametrize(
-    ("stage", "heading", "rows"),
+    ("stage", "heading", "rows", "options"),
     [
-        pytest.param(hostile, hostile.HEADING, anything, id="hostile"),
-        pytest.param(isolation, ISOLATION_HEADING, anything, id="isolation"),
-        pytest.param(fairness, fairness.HEADING, attacks, id="fairness"),
-        pytest.param(expired_plans, expired_plans.HEADING, passed_plans, id="expired_plans"),
-        pytest.param(ingest, ingest.HEADING, ingestion, id="ingest"),
-        pytest.param(consolidation_quality, consolidation_quality.HEADING, consolidation, id="consolidation_quality"),
-        pytest.param(recall_depth, recall_depth.HEADING, depths, id="recall_depth"),
+        pytest.param(hostile, hostile.HEADING, anything, {}, id="hostile"),
+        pytest.param(isolation, ISOLATION_HEADING, anything, {}, id="isolation"),
+        # each phase one second, not --quick's four: the section's shape is the same
+        pytest.param(fairness, fairness.HEADING, attacks, {"seconds": 1.0}, id="fairness"),
+        pytest.param(expired_plans, expired_plans.HEADING, passed_plans, {}, id="expired_plans"),
+        pytest.param(ingest, ingest.HEADING, ingestion, {}, id="ingest"),
+        pytest.param(
+            consolidation_quality, consolidation_quality.HEADING, consolidation, {}, id="consolidation_quality"
+        ),
+        pytest.param(recall_depth, recall_depth.HEADING, depths, {}, id="recall_depth"),
     ],
 )
 async def test_a_quick_stage_writes_its_section_between_its_markers(
-    stage: ModuleType, heading: str, rows: Callable[[list[str]], bool], tmp_path: Path
+    stage: ModuleType, heading: str, rows: Callable[[list[str]], bool], options: dict[str, float], tmp_path: Path
 ) -> None:
     out = tmp_path / "RESULTS.md"
     out.write_text("# Results\n\nkept\n", encoding="utf-8")
 
-    replace_section(out, stage.render(await stage.measure(True, tmp_path)), stage.BEGIN, stage.END)
+    replace_section(out, stage.render(await stage.measure(True, tmp_path, **options)), stage.BEGIN, stage.END)
 
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# Results\n\nkept\n") and text.count(stage.BEGIN) == text.count(stage.END) == 1
