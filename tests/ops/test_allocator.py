@@ -3,11 +3,8 @@ setting says so (ops/allocator.py); the environment it re-executes with keeps wh
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
-
-import pytest
 
 from ops.allocator import (
     REEXEC_MARK,
@@ -17,6 +14,7 @@ from ops.allocator import (
     preload_environment,
 )
 from tests.ops.deploy_support import ready_gateway
+from tests.required import missing
 
 JEMALLOC_MISSING = (
     "libjemalloc.so.2 is missing: install it (Debian/Ubuntu: apt-get install -y libjemalloc2); .ci/run does"
@@ -26,9 +24,7 @@ JEMALLOC_MISSING = (
 def require_jemalloc() -> Path:
     found = find_jemalloc()
     if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must check the allocator: {JEMALLOC_MISSING}")
-        pytest.skip(JEMALLOC_MISSING)
+        missing("check the allocator", JEMALLOC_MISSING)
     return found
 
 

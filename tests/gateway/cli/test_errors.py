@@ -22,6 +22,7 @@ from gateway.cli.errors import CommandFailed, UsageError, describe
 from gateway.cli.main import build_parser, parsers
 from ops.version import VERSION
 from tests.gateway.cli_runs import clean_env, free_port, hindsight, serving
+from tests.required import missing
 
 ANOTHER_SECRET = "not-the-servers-secret-" + "x" * 32
 
@@ -197,8 +198,9 @@ def test_serve_on_a_port_in_use_fails_before_printing_a_token_naming_hindsight_p
     )
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_run_passes_port_as_hindsight_port() -> None:
+    if shutil.which("make") is None:
+        missing("check the Makefile", "make is not installed (apt-get install make); .ci/run does")
     repo = Path(__file__).resolve().parents[3]
     dry = ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "run"]
     env = {k: v for k, v in os.environ.items() if k != "PORT"}

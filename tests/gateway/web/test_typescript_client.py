@@ -27,8 +27,10 @@ import pytest
 from tenancy import mint_token
 from tests.conftest import SECRET
 from tests.ops.deploy_support import ready_gateway
+from tests.required import missing
 
 TS_DIR = Path(__file__).resolve().parents[2] / "clients" / "ts"
+TS_RELATIVE = "tests/clients/ts"
 CLIENTS_MD = Path(__file__).resolve().parents[3] / "docs" / "CLIENTS.md"
 LIMITED = "ts-limited"  # the tenant whose subjects get one read call a minute
 LIMITS = {LIMITED: {"subject_read_per_minute": 1, "burst_seconds": 60}}
@@ -43,16 +45,13 @@ def token(tenant: str, subject: str = "ts-agent") -> str:
 def node() -> str:
     """The `node` to run the client with, once the SDK is installed; skips (fails under CI=true) otherwise."""
     found = shutil.which("node")
-    missing = None
     if found is None:
-        missing = "node is not installed (apt-get install nodejs npm)"
-    elif not (TS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").is_file():
-        missing = "the TypeScript SDK is not installed: npm ci --prefix tests/clients/ts"
-    if missing is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the TypeScript SDK client test: {missing}")
-        pytest.skip(missing)
-    assert found is not None
+        missing("run the TypeScript SDK client test", "node is not installed (apt-get install nodejs npm)")
+    if not (TS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").is_file():
+        missing(
+            "run the TypeScript SDK client test",
+            "the TypeScript SDK is not installed: npm ci --prefix tests/clients/ts",
+        )
     return found
 
 
